@@ -1,0 +1,136 @@
+"""Layer defaults, a properties file, the environment and CLI flags into one configuration."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import javaproperties
+
+from config.settings import SPECS, FieldSpec, ServiceConfiguration, unknown_key_message
+from ledger_janitor.errors import ConfigurationError
+
+ENV_PREFIX: Final = "LEDGER_JANITOR_"
+# Names the properties file; the CLI reads it, so the loader must not call it unknown.
+CONFIG_FILE_ENV: Final = "LEDGER_JANITOR_CONFIG"
+
+
+def env_var(key: str) -> str:
+    """The environment variable for a key: sendDelaySeconds -> LEDGER_JANITOR_SEND_DELAY_SECONDS."""
+    return ENV_PREFIX + re.sub(r"(?<!^)(?=[A-Z])", "_", key).upper()
+
+
+_BY_KEY: Final = {spec.key: spec for spec in SPECS}
+_BY_ENV: Final = {env_var(spec.key): spec for spec in SPECS}
+
+# (setting, raw text, source label)
+_Entry = tuple[FieldSpec, str, str]
+
+
+@dataclass(frozen=True)
+class LoadedConfiguration:
+    """The configuration plus, per camelCase key, where its value came from."""
+
+    config: ServiceConfiguration
+    # "default", "file:<path>", "env:<VAR>" or "cli"
+    sources: Mapping[str, str]
+
+    def source_of(self, key: str) -> str:
+        return self.sources.get(key, "default")
+
+
+def load_configuration(
+    properties_file: Path | None,
+    environ: Mapping[str, str],
+    overrides: Mapping[str, str],
+) -> LoadedConfiguration:
+    """Later sources win: defaults < properties file < environment < overrides (CLI flags).
+
+    Every problem in every source is reported in one ConfigurationError, one per line,
+    so an operator can fix them all before the next attempt.
+    """
+    errors: list[str] = []
+    values: dict[str, Any] = {}
+    sources = {spec.key: "default" for spec in SPECS}
+
+    def apply(entries: list[_Entry]) -> None:
+        for spec, raw, source in entries:
+            # Reported even if a later source overrides it: the earlier source is still wrong.
+            try:
+                values[spec.name] = spec.coerce(raw)
+            except ValueError as exc:
+                errors.append(spec.bad_value(raw, source, str(exc)))
+            else:
+                sources[spec.key] = source
+
+    # Applied in precedence order, so errors are also grouped by source, file first.
+    if properties_file is not None:
+        apply(_file_entries(properties_file, errors))
+    apply(_env_entries(environ, errors))
+    apply(_entries(overrides.items(), "cli", errors))
+    if errors:
+        raise ConfigurationError(f"{len(errors)} configuration problem(s):\n" + "\n".join(errors))
+    return LoadedConfiguration(ServiceConfiguration(**values), sources)
+
+
+def describe(loaded: LoadedConfiguration) -> list[tuple[str, str, str, str]]:
+    """(key, value for display, source, doc) per setting, in declaration order; secrets masked."""
+    rows: list[tuple[str, str, str, str]] = []
+    for spec in SPECS:
+        shown = _display(spec, getattr(loaded.config, spec.name))
+        rows.append((spec.key, shown, loaded.source_of(spec.key), spec.doc))
+    return rows
+
+
+def _display(spec: FieldSpec, value: object) -> str:
+    # Spelled the way a properties file spells it (true/false, comma lists), not Python's way.
+    if spec.secret and value:
+        return "***"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    return str(value)
+
+
+def _file_entries(path: Path, errors: list[str]) -> list[_Entry]:
+    try:
+        # UTF-8 rather than Java's Latin-1: these files are hand-edited; \uXXXX still works.
+        with path.open(encoding="utf-8") as fp:
+            # A list keeps file order and duplicates, so errors read top to bottom.
+            pairs: list[tuple[str, str]] = javaproperties.load(fp, object_pairs_hook=list)
+    except FileNotFoundError:
+        errors.append(f"properties file not found: {path}")
+        return []
+    except (OSError, ValueError) as exc:
+        errors.append(f"cannot read properties file {path}: {exc}")
+        return []
+    return _entries(pairs, f"file:{path}", errors)
+
+
+def _entries(pairs: Iterable[tuple[str, str]], source: str, errors: list[str]) -> list[_Entry]:
+    found: list[_Entry] = []
+    for key, raw in pairs:
+        spec = _BY_KEY.get(key)
+        if spec is None:
+            errors.append(unknown_key_message(key, source, list(_BY_KEY)))
+        else:
+            found.append((spec, raw, source))
+    return found
+
+
+def _env_entries(environ: Mapping[str, str], errors: list[str]) -> list[_Entry]:
+    found: list[_Entry] = []
+    # Sorted so the error list does not depend on the order of the process environment.
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name == CONFIG_FILE_ENV:
+            continue
+        spec = _BY_ENV.get(name)
+        if spec is None:
+            errors.append(unknown_key_message(name, f"env:{name}", list(_BY_ENV), ENV_PREFIX))
+        else:
+            found.append((spec, environ[name], f"env:{name}"))
+    return found

@@ -1,0 +1,76 @@
+"""Metadata-store URLs: the only two stores ledger-janitor knows how to reach."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from ledger_janitor.errors import ConfigurationError
+
+STORE_URL_FORMS: Final = "zk:host:port[,host:port][/chroot] or sqlite:PATH"
+
+
+@dataclass(frozen=True)
+class StoreUrl:
+    """A parsed store URL; `hosts`/`chroot` are set for zk, `path` for sqlite."""
+
+    scheme: Literal["zk", "sqlite"]
+    hosts: str = ""
+    chroot: str = ""
+    path: str = ""
+
+
+def parse_store_url(url: str) -> StoreUrl:
+    """Parse `zk:host:port[,host:port][/chroot]` or `sqlite:PATH`."""
+    try:
+        return check_store_url(url)
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"invalid store URL {url!r}: {exc}; expected {STORE_URL_FORMS}"
+        ) from None
+
+
+def check_store_url(url: str) -> StoreUrl:
+    """Like parse_store_url, but raises ValueError carrying only the reason.
+
+    Settings validation wraps the reason in its own key/value/source message, so it
+    must not be buried inside a second copy of the URL.
+    """
+    scheme, colon, rest = url.partition(":")
+    if colon and scheme == "zk":
+        return _parse_zk(rest)
+    if colon and scheme == "sqlite":
+        return _parse_sqlite(rest)
+    raise ValueError("the scheme must be 'zk:' or 'sqlite:'")
+
+
+def _parse_zk(rest: str) -> StoreUrl:
+    if rest.startswith("//"):
+        # People copy `zk://host:2181` from other tools; say what we want instead.
+        raise ValueError("write zk:host:port, not zk://host:port")
+    hosts, slash, chroot_rest = rest.partition("/")
+    if not hosts:
+        raise ValueError("no ZooKeeper host:port given")
+    for host_port in hosts.split(","):
+        host, colon, port = host_port.rpartition(":")
+        if not host or not colon or any(c.isspace() for c in host):
+            raise ValueError(f"{host_port!r} is not host:port")
+        if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+            raise ValueError(f"{host_port!r} has no valid port (1-65535)")
+    chroot = "/" + chroot_rest if slash else ""
+    if chroot == "/":
+        # `host:2181/` names the root, which is what no chroot means.
+        chroot = ""
+    if chroot.endswith("/") or "//" in chroot:
+        # ZooKeeper rejects such paths, but only at connect time; fail at load instead.
+        raise ValueError(f"chroot {chroot!r} has an empty path segment")
+    return StoreUrl("zk", hosts=hosts, chroot=chroot)
+
+
+def _parse_sqlite(path: str) -> StoreUrl:
+    if not path.strip():
+        raise ValueError("no sqlite database path given")
+    if path.startswith("//"):
+        # SQLAlchemy-style `sqlite:///x` would silently mean a different file here.
+        raise ValueError("write sqlite:/absolute/path or sqlite:relative/path, not sqlite://")
+    return StoreUrl("sqlite", path=path)

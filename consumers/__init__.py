@@ -1,0 +1,1 @@
+"""Phase two: the shared-subscription worker, reconsume-later and the archive."""

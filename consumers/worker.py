@@ -1,0 +1,177 @@
+"""The phase-two worker: a Shared subscription per namespace, bounded parallel handling."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulsar
+
+from deletion.topics import SUBSCRIPTION, NamespaceName
+from ledger_janitor.errors import JanitorError
+
+from .early import EarlyDeliveryGate
+from .handler import DeletionHandler, HandlingResult
+from .received import not_before_seconds
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerStats:
+    received: int = 0
+    held_early: int = 0
+    handed_back: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    def count(self, outcome: str) -> None:
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    parallelism: int
+    send_delay_seconds: float
+    max_held_early: int = 10_000
+    refresh_interval_seconds: float = 10.0
+    receiver_queue_size: int = 100
+    nack_delay_ms: int = 10_000
+
+
+class DeletionWorker:
+    def __init__(
+        self,
+        client: pulsar.Client,
+        handler: DeletionHandler,
+        namespaces: Callable[[], Iterable[NamespaceName]],
+        settings: WorkerSettings,
+        clock: Callable[[], float] = time.time,
+        on_result: Callable[[HandlingResult], None] | None = None,
+    ) -> None:
+        self._client = client
+        self._handler = handler
+        self._namespaces = namespaces
+        self._settings = settings
+        self._clock = clock
+        self._on_result = on_result
+        self._consumers: dict[NamespaceName, Any] = {}
+        self._gate: EarlyDeliveryGate[tuple[Any, Any]] = EarlyDeliveryGate(settings.max_held_early)
+        self._slots = threading.BoundedSemaphore(settings.parallelism)
+        self._executor = ThreadPoolExecutor(settings.parallelism, thread_name_prefix="deletion")
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self.stats = WorkerStats()
+
+    def start(self) -> None:
+        self.refresh_subscriptions()
+        for target, name in (
+            (self._release_due, "early-gate"),
+            (self._refresh_loop, "subscriptions"),
+        ):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    @property
+    def subscribed(self) -> list[NamespaceName]:
+        with self._lock:
+            return sorted(self._consumers)
+
+    def refresh_subscriptions(self) -> None:
+        """Subscribe to every namespace that has a deletion topic and is not yet subscribed."""
+        for namespace in sorted(set(self._namespaces())):
+            with self._lock:
+                if namespace in self._consumers or self._stopping.is_set():
+                    continue
+                self._consumers[namespace] = self._client.subscribe(
+                    [namespace.deletion_topic, namespace.retry_topic],
+                    SUBSCRIPTION,
+                    consumer_type=pulsar.ConsumerType.Shared,
+                    message_listener=self._on_message,
+                    receiver_queue_size=self._settings.receiver_queue_size,
+                    negative_ack_redelivery_delay_ms=self._settings.nack_delay_ms,
+                    initial_position=pulsar.InitialPosition.Earliest,
+                )
+            log.info("subscribed to %s as %s", namespace.deletion_topic, SUBSCRIPTION)
+
+    def _refresh_loop(self) -> None:
+        while not self._stopping.wait(self._settings.refresh_interval_seconds):
+            try:
+                self.refresh_subscriptions()
+            except (JanitorError, pulsar.PulsarException) as exc:
+                log.warning("could not refresh deletion subscriptions: %s", exc)
+
+    def _on_message(self, consumer: Any, received: Any) -> None:
+        if self._stopping.is_set():
+            return  # left unacked: the broker redelivers it once we close
+        with self._lock:
+            self.stats.received += 1
+        due = not_before_seconds(received, self._settings.send_delay_seconds)
+        if due > self._clock():
+            with self._lock:
+                self.stats.held_early += 1
+            if not self._gate.hold(due, (consumer, received)):
+                self._hand_back(consumer, received)
+            return
+        self._dispatch(consumer, received)
+
+    def _dispatch(self, consumer: Any, received: Any) -> None:
+        self._slots.acquire()  # backpressure: the listener waits for a free handler
+        if self._stopping.is_set():
+            self._slots.release()
+            return
+        try:
+            self._executor.submit(self._process, consumer, received)
+        except RuntimeError:  # shut down meanwhile: leave it unacked
+            self._slots.release()
+
+    def _process(self, consumer: Any, received: Any) -> None:
+        try:
+            result = self._handler.handle(consumer, received)
+        except Exception as exc:  # a failed retry or archive send: nothing was acked
+            log.warning("handing back %s: %s", received.message_id(), exc)
+            self._hand_back(consumer, received)
+            return
+        finally:
+            self._slots.release()
+        with self._lock:
+            self.stats.count(result.outcome.value)
+        if self._on_result is not None:
+            self._on_result(result)
+
+    def _hand_back(self, consumer: Any, received: Any) -> None:
+        with self._lock:
+            self.stats.handed_back += 1
+        try:
+            consumer.negative_acknowledge(received)
+        except pulsar.PulsarException as exc:
+            log.warning("negative ack failed (it will be redelivered on reconnect): %s", exc)
+
+    def _release_due(self) -> None:
+        while not self._stopping.is_set():
+            self._gate.wait_next(self._clock, max_wait=0.5)
+            for consumer, received in self._gate.pop_due(self._clock()):
+                self._dispatch(consumer, received)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Finish in-flight messages, leave the rest unacked for redelivery, then close."""
+        self._stopping.set()
+        held = self._gate.close()
+        self._executor.shutdown(wait=True)
+        for thread in self._threads:
+            thread.join(timeout)
+        with self._lock:
+            consumers = list(self._consumers.values())
+            self._consumers.clear()
+        for consumer in consumers:
+            try:
+                consumer.close()
+            except pulsar.PulsarException as exc:
+                log.warning("closing consumer failed: %s", exc)
+        log.info("worker stopped; %d early messages left unacked for redelivery", len(held))

@@ -1,0 +1,1 @@
+"""LedgerStorage adapters: BookKeeper metadata over a MetadataStore, and embedded SQLite."""

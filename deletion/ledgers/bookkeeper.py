@@ -1,0 +1,35 @@
+"""LedgerStorage for a real BookKeeper: deleting a ledger is deleting its metadata znode.
+
+That is all the Java client's deleteLedger does; bookies garbage-collect the entries.
+"""
+
+from __future__ import annotations
+
+from ..ports import ANY_VERSION, LedgerRecord, MetadataStore
+from . import bookkeeper_metadata as formats
+
+
+class BookKeeperLedgerStorage:
+    def __init__(self, store: MetadataStore, root: str = "/ledgers") -> None:
+        self._store = store
+        self._root = root
+
+    def ledger(self, ledger_id: int) -> LedgerRecord | None:
+        node = self._store.get(formats.ledger_path(ledger_id, self._root))
+        if node is None:
+            return None
+        metadata = formats.decode(node.data)
+        # Pulsar does not store ctime by default: the znode's creation time is the age.
+        ctime = metadata.ctime if metadata.HasField("ctime") else node.stat.ctime_ms
+        return LedgerRecord(
+            ledger_id=ledger_id,
+            custom_metadata=formats.custom_metadata(metadata),
+            ctime_ms=ctime,
+            version=node.stat.version,
+        )
+
+    def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
+        return self._store.delete(formats.ledger_path(ledger_id, self._root), expected_version)
+
+    def close(self) -> None:
+        self._store.close()

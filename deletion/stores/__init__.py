@@ -1,0 +1,1 @@
+"""MetadataStore adapters: ZooKeeper (kazoo) and embedded SQLite."""

@@ -1,0 +1,126 @@
+"""The ZooKeeper MetadataStore, through kazoo."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionClosedError,
+    ConnectionLoss,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+
+from config import StoreUrl
+from ledger_janitor.errors import MetadataError, TransientMetadataError, VersionConflictError
+
+from ..ports import ANY_VERSION, Node, Stat
+
+_TRANSIENT = (
+    ConnectionLoss,
+    SessionExpiredError,
+    OperationTimeoutError,
+    ConnectionClosedError,
+    KazooTimeoutError,
+)
+
+
+@contextmanager
+def _translated(path: str) -> Iterator[None]:
+    try:
+        yield
+    except _TRANSIENT as exc:
+        raise TransientMetadataError(
+            f"ZooKeeper unavailable at {path}: {type(exc).__name__}"
+        ) from exc
+    except KazooException as exc:
+        raise MetadataError(f"ZooKeeper failed at {path}: {type(exc).__name__} {exc}") from exc
+
+
+def _stat(zstat: Any) -> Stat:
+    return Stat(version=zstat.version, ctime_ms=zstat.ctime, mtime_ms=zstat.mtime)
+
+
+class ZooKeeperMetadataStore:
+    def __init__(self, client: KazooClient, owns_client: bool = False) -> None:
+        self._client = client
+        self._owns_client = owns_client
+
+    @classmethod
+    def connect(cls, url: StoreUrl, timeout: float = 15.0) -> ZooKeeperMetadataStore:
+        client = KazooClient(hosts=url.hosts + url.chroot, timeout=timeout)
+        with _translated("/"):
+            client.start(timeout=timeout)
+            if url.chroot:
+                # kazoo resolves paths under the chroot, which must exist first.
+                bare = KazooClient(hosts=url.hosts, timeout=timeout)
+                bare.start(timeout=timeout)
+                try:
+                    bare.ensure_path(url.chroot)
+                finally:
+                    bare.stop()
+                    bare.close()
+        return cls(client, owns_client=True)
+
+    @property
+    def client(self) -> KazooClient:
+        return self._client
+
+    def get(self, path: str) -> Node | None:
+        with _translated(path):
+            try:
+                data, zstat = self._client.get(path)
+            except NoNodeError:
+                return None
+        return Node(bytes(data or b""), _stat(zstat))
+
+    def children(self, path: str) -> list[str]:
+        with _translated(path):
+            try:
+                return sorted(self._client.get_children(path))
+            except NoNodeError:
+                return []
+
+    def create(self, path: str, data: bytes) -> Stat:
+        with _translated(path):
+            try:
+                _, zstat = self._client.create(path, data, makepath=True, include_data=True)
+            except NodeExistsError as exc:
+                raise VersionConflictError(f"{path} already exists") from exc
+        return _stat(zstat)
+
+    def set(self, path: str, data: bytes, expected_version: int = ANY_VERSION) -> Stat:
+        return self._versioned(path, lambda: self._client.set(path, data, version=expected_version))
+
+    def delete(self, path: str, expected_version: int = ANY_VERSION) -> bool:
+        with _translated(path):
+            try:
+                self._client.delete(path, version=expected_version)
+            except NoNodeError:
+                return False
+            except BadVersionError as exc:
+                raise VersionConflictError(f"{path} is not at version {expected_version}") from exc
+            except NotEmptyError as exc:
+                raise MetadataError(f"{path} has children") from exc
+        return True
+
+    def _versioned(self, path: str, operation: Callable[[], Any]) -> Stat:
+        with _translated(path):
+            try:
+                return _stat(operation())
+            except (BadVersionError, NoNodeError) as exc:
+                raise VersionConflictError(f"{path}: {type(exc).__name__}") from exc
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.stop()
+            self._client.close()

@@ -1,0 +1,47 @@
+"""The project's one exception hierarchy; every error we raise derives from JanitorError."""
+
+from __future__ import annotations
+
+
+class JanitorError(Exception):
+    """Root of every error ledger-janitor raises on purpose."""
+
+
+class ConfigurationError(JanitorError):
+    """A setting is unknown, malformed or out of range."""
+
+
+class DecodeError(JanitorError):
+    """Bytes that should hold a known wire format do not."""
+
+
+class MetadataError(JanitorError):
+    """The metadata store could not answer; the answer is *unknown*, never *absent*."""
+
+
+class TransientMetadataError(MetadataError):
+    """Connection loss, session expiry or a time-out: worth retrying shortly."""
+
+
+class VersionConflictError(MetadataError):
+    """A compare-and-set lost against a concurrent writer."""
+
+
+class LedgerStorageError(JanitorError):
+    """The ledger store refused or failed an operation."""
+
+
+class TransientLedgerStorageError(LedgerStorageError):
+    """A storage failure worth retrying shortly."""
+
+
+class BrokerError(JanitorError):
+    """The Pulsar broker refused or failed an operation."""
+
+
+class TransientBrokerError(BrokerError):
+    """A broker time-out or disconnection, worth retrying shortly."""
+
+
+class EnqueueError(BrokerError):
+    """Phase one failed: the pending deletion was not persisted, so metadata must not change."""

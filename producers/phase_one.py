@@ -1,0 +1,83 @@
+"""Phase one: a pending deletion is persisted on the namespace's deletion topic, delayed,
+before the caller changes metadata. A send that fails means the deletion did not happen.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from deletion import message
+from deletion.message import PendingDeleteLedgerInfo
+from deletion.message_properties import DELAY_TIME
+from deletion.namespaces import NamespaceRegistry
+from ledger_janitor.errors import EnqueueError, JanitorError
+
+from .pool import ProducerPool
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class PhaseOne:
+    def __init__(
+        self,
+        pool: ProducerPool,
+        registry: NamespaceRegistry,
+        send_delay_seconds: float,
+        timeout_seconds: float = 30.0,
+    ) -> None:
+        self._pool = pool
+        self._registry = registry
+        self._delay = send_delay_seconds
+        self._timeout = timeout_seconds
+
+    def enqueue_async(self, info: PendingDeleteLedgerInfo) -> Future[Any]:
+        """Send one pending deletion; the future holds the message id once it is persisted."""
+        namespace = info.topic_name.namespace
+        try:
+            self._registry.register(namespace)
+        except JanitorError as exc:
+            failed: Future[Any] = Future()
+            failed.set_exception(EnqueueError(f"cannot register namespace {namespace}: {exc}"))
+            return failed
+        # The consumer enforces the delay itself from this property, whatever the broker does.
+        properties = {DELAY_TIME: str(int(self._delay * 1000))}
+        return self._pool.send(
+            namespace.deletion_topic,
+            message.encode(info),
+            properties,
+            key=str(info.ledger_id),
+            delay_seconds=self._delay,
+        )
+
+    def enqueue(self, infos: Sequence[PendingDeleteLedgerInfo]) -> list[Any]:
+        """Send all and wait; raise EnqueueError unless every send was acknowledged."""
+        futures = [self.enqueue_async(info) for info in infos]
+        done, pending = concurrent.futures.wait(futures, timeout=self._timeout)
+        failures = [
+            f"{info.describe()}: {future.exception()}"
+            for info, future in zip(infos, futures, strict=True)
+            if future in done and future.exception() is not None
+        ]
+        if pending:
+            failures.append(f"{len(pending)} sends not acknowledged within {self._timeout}s")
+        if failures:
+            raise EnqueueError(
+                "phase one failed; metadata must not change:\n" + "\n".join(failures)
+            )
+        ids = [future.result() for future in futures]
+        for info, message_id in zip(infos, ids, strict=True):
+            log.info("enqueued %s as %s", info.describe(), message_id)
+        return ids
+
+    def enqueue_then_commit(
+        self, infos: Sequence[PendingDeleteLedgerInfo], commit: Callable[[], T]
+    ) -> T:
+        """The two-phase contract: `commit` (the metadata change) runs only after every send
+        is acknowledged. If a send fails, EnqueueError is raised and `commit` never runs."""
+        self.enqueue(infos)
+        return commit()

@@ -1,0 +1,83 @@
+"""A bounded pool of producers, created lazily per topic and closed least-recently-used first."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
+import pulsar
+
+from ledger_janitor.broker import send_async, translate
+
+log = logging.getLogger(__name__)
+
+
+class ProducerPool:
+    def __init__(
+        self, client: pulsar.Client, max_producers: int = 64, send_timeout_ms: int = 30_000
+    ):
+        self._client = client
+        self._max = max_producers
+        self._send_timeout_ms = send_timeout_ms
+        self._producers: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def send(
+        self,
+        topic: str,
+        payload: bytes,
+        properties: Mapping[str, str],
+        key: str | None = None,
+        delay_seconds: float = 0.0,
+    ) -> Future[Any]:
+        """Send on the topic's producer; the future fails if the producer cannot be made."""
+        with self._lock:
+            try:
+                producer = self._producer(topic)
+            except pulsar.PulsarException as exc:
+                failed: Future[Any] = Future()
+                failed.set_exception(translate(exc, f"create producer for {topic}"))
+                return failed
+            return send_async(producer, payload, properties, key, delay_seconds)
+
+    def _producer(self, topic: str) -> Any:
+        if self._closed:
+            raise pulsar.AlreadyClosed("producer pool closed")
+        producer = self._producers.get(topic)
+        if producer is not None:
+            self._producers.move_to_end(topic)
+            return producer
+        # Batching off: each pending deletion is its own message with its own delay.
+        producer = self._client.create_producer(
+            topic,
+            batching_enabled=False,
+            block_if_queue_full=True,
+            send_timeout_millis=self._send_timeout_ms,
+        )
+        self._producers[topic] = producer
+        while len(self._producers) > self._max:
+            _, evicted = self._producers.popitem(last=False)
+            self._close(evicted)
+        return producer
+
+    @staticmethod
+    def _close(producer: Any) -> None:
+        try:
+            producer.flush()
+            producer.close()
+        except pulsar.PulsarException as exc:
+            log.warning("closing producer for %s failed: %s", producer.topic(), exc)
+
+    def __len__(self) -> int:
+        return len(self._producers)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            while self._producers:
+                self._close(self._producers.popitem()[1])
