@@ -57,11 +57,9 @@ class ZooKeeperMetadataStore:
 
     @classmethod
     def connect(cls, url: StoreUrl, timeout: float = 15.0) -> ZooKeeperMetadataStore:
-        client = KazooClient(hosts=url.hosts + url.chroot, timeout=timeout)
         with _translated("/"):
-            client.start(timeout=timeout)
             if url.chroot:
-                # kazoo resolves paths under the chroot, which must exist first.
+                # kazoo resolves every path under the chroot, which must exist first.
                 bare = KazooClient(hosts=url.hosts, timeout=timeout)
                 bare.start(timeout=timeout)
                 try:
@@ -69,6 +67,8 @@ class ZooKeeperMetadataStore:
                 finally:
                     bare.stop()
                     bare.close()
+            client = KazooClient(hosts=url.hosts + url.chroot, timeout=timeout)
+            client.start(timeout=timeout)
         return cls(client, owns_client=True)
 
     @property

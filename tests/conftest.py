@@ -1,0 +1,60 @@
+"""Session-scoped real services: a ZooKeeper server and a pulsar-lite broker on loopback.
+
+Each test gets its own ZooKeeper chroot, SQLite file and Pulsar tenant.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deletion.topics import NamespaceName
+from ledger_janitor.embedded import EmbeddedBroker
+
+from .harness.janitor import Backend, JanitorFactory, sqlite_backend, zookeeper_backend
+from .harness.zookeeper import ZooKeeperServer
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    with EmbeddedBroker(tmp_path_factory.mktemp("pulsar-lite"), partitions=4) as embedded:
+        yield embedded
+
+
+@pytest.fixture
+def janitor(backend: Backend, broker: EmbeddedBroker, tmp_path: Path) -> Iterator[JanitorFactory]:
+    factory = JanitorFactory(backend, broker.service_url, tmp_path)
+    yield factory
+    factory.close()
+
+
+@pytest.fixture
+def namespace() -> NamespaceName:
+    return NamespaceName(f"t{uuid.uuid4().hex[:10]}", "ns")
+
+
+@pytest.fixture
+def chroot() -> str:
+    return f"/test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(params=["sqlite", "zookeeper"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path, chroot: str) -> Iterator[Backend]:
+    if request.param == "sqlite":
+        chosen = sqlite_backend(str(tmp_path / "janitor.db"))
+    else:
+        chosen = zookeeper_backend(request.getfixturevalue("zookeeper").hosts, chroot)
+    yield chosen
+    chosen.ledgers.close()
+    if chosen.name == "sqlite":
+        chosen.metadata.close()  # the BookKeeper adapter closes the shared ZooKeeper store

@@ -1,0 +1,236 @@
+"""Two-phase deletion end to end: real broker, real ZooKeeper or SQLite, real worker."""
+
+from __future__ import annotations
+
+import time
+
+import pulsar
+import pytest
+
+from consumers.handler import Outcome
+from deletion import message_properties as props
+from deletion.message import LedgerComponent, encode
+from deletion.pulsar_metadata import ManagedLedgerWriter, MetadataInUseLedgers
+from deletion.topics import SUBSCRIPTION, NamespaceName, TopicName
+from ledger_janitor.errors import EnqueueError
+from ledger_janitor.seeding import TopicSeeder, pending
+
+from .harness.janitor import JanitorFactory, Recorder
+
+
+def _topic(namespace: NamespaceName, local: str = "orders-partition-1") -> TopicName:
+    return TopicName(namespace, local)
+
+
+def _seeder(janitor: JanitorFactory) -> TopicSeeder:
+    return TopicSeeder(janitor.backend.metadata, janitor.backend.factory)
+
+
+def test_released_ledger_is_deleted_after_the_delay_and_not_before(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    seeder, recorder = _seeder(janitor), Recorder()
+    seeded = seeder.seed(_topic(namespace), ledgers=4)
+    released = seeded.ledgers[:2]
+    producer = janitor.sidecar(send_delay_seconds_of_two_phase_deletion=2)
+    before_send = time.time()
+    producer.phase_one.enqueue_then_commit(
+        [pending(seeded.topic, i) for i in released], lambda: seeder.release(seeded, released)
+    )
+    janitor.worker(recorder, send_delay_seconds_of_two_phase_deletion=2)
+
+    recorder.wait_for(lambda rs: sum(r.outcome is Outcome.DELETED for r in rs) == 2)
+    assert not any(janitor.backend.exists(i) for i in released)
+    assert all(janitor.backend.exists(i) for i in seeded.referenced())
+    # The embedded broker ignores delays: the worker itself held the messages back.
+    assert len(recorder.results) == 2
+    assert min(recorder.times) >= before_send + 2.0
+
+
+def test_ledger_in_use_is_reconsumed_then_archived_with_java_retry_properties(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    seeder, recorder = _seeder(janitor), Recorder()
+    seeded = seeder.seed(_topic(namespace), ledgers=3)
+    still_used = seeded.ledgers[1]
+    # A crash after the send but before the metadata commit: the ledger stays referenced.
+    janitor.sidecar().phase_one.enqueue([pending(seeded.topic, still_used)])
+    janitor.worker(recorder, max_reconsume_times_of_two_phase_deletion=3)
+
+    recorder.wait_for(lambda rs: any(r.outcome is Outcome.ARCHIVED for r in rs))
+    assert recorder.of(still_used) == [Outcome.RECONSUMED] * 3 + [Outcome.ARCHIVED]
+    assert janitor.backend.exists(still_used)
+    archived = _drain(janitor, namespace.archive_topic, 1)[0]
+    properties = archived.properties()
+    assert properties[props.RECONSUME_TIMES] == "4"
+    assert properties[props.DELAY_TIME] == "1000"
+    assert properties[props.REAL_TOPIC].startswith(namespace.deletion_topic + "-partition-")
+    assert properties[props.ORIGIN_MESSAGE_ID].count(":") == 2
+    assert "still referenced" in properties[props.ARCHIVE_REASON]
+
+
+def _drain(janitor: JanitorFactory, topic: str, count: int) -> list[pulsar.Message]:
+    consumer = janitor.sidecar().client.subscribe(
+        topic, "inspect", initial_position=pulsar.InitialPosition.Earliest
+    )
+    messages = [consumer.receive(10_000) for _ in range(count)]
+    for received in messages:
+        consumer.acknowledge(received)
+    consumer.close()
+    return messages
+
+
+def test_stale_snapshot_never_deletes_a_newer_ledger(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    seeder, recorder = _seeder(janitor), Recorder()
+    seeded = seeder.seed(_topic(namespace), ledgers=3)
+    sidecar = janitor.sidecar()
+    released = seeded.ledgers[0]
+    sidecar.phase_one.enqueue_then_commit(
+        [pending(seeded.topic, released)], lambda: seeder.release(seeded, [released])
+    )
+    janitor.worker(recorder, in_use_ledgers_cache_ttl_seconds=600)
+    recorder.wait_for(lambda rs: Outcome.DELETED in [r.outcome for r in rs])
+    # The worker's snapshot is now cached for 10 minutes. The topic rolls a new ledger,
+    # and a phase one for it "crashes" before its commit: the ledger stays referenced.
+    newer = janitor.backend.factory.create_ledger(
+        {
+            "application": b"pulsar",
+            "component": b"managed-ledger",
+            "pulsar/managed-ledger": seeded.topic.managed_ledger_name.encode(),
+        }
+    )
+    writer = ManagedLedgerWriter(janitor.backend.metadata)
+    info, version = writer.read(seeded.topic) or (None, 0)
+    assert info is not None
+    writer.write(seeded.topic, [*(li.ledgerId for li in info.ledgerInfo), newer], version)
+    sidecar.phase_one.enqueue([pending(seeded.topic, newer)])
+
+    recorder.wait_for(lambda rs: Outcome.ARCHIVED in recorder.of(newer))
+    assert Outcome.DELETED not in recorder.of(newer)
+    assert janitor.backend.exists(newer)
+
+
+def test_duplicate_messages_delete_once_and_both_are_acked(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    seeder, recorder = _seeder(janitor), Recorder()
+    seeded = seeder.seed(_topic(namespace), ledgers=3)
+    target = seeded.ledgers[0]
+    sidecar = janitor.sidecar()
+    sidecar.phase_one.enqueue_then_commit(
+        [pending(seeded.topic, target)], lambda: seeder.release(seeded, [target])
+    )
+    sidecar.phase_one.enqueue([pending(seeded.topic, target)])
+    worker = janitor.worker(recorder)
+
+    recorder.wait_for(lambda rs: len(recorder.of(target)) == 2)
+    assert sorted(o.value for o in recorder.of(target)) == ["already_gone", "deleted"]
+    worker.stop()
+    # Both were acked: nothing is left for the subscription.
+    leftover = janitor.sidecar().client.subscribe(
+        [namespace.deletion_topic, namespace.retry_topic],
+        SUBSCRIPTION,
+        consumer_type=pulsar.ConsumerType.Shared,
+    )
+    with pytest.raises(pulsar.Timeout):
+        leftover.receive(1500)
+    leftover.close()
+
+
+def test_cursor_ledger_rotation_deletes_the_old_cursor_ledger_only(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    seeder, recorder = _seeder(janitor), Recorder()
+    seeded = seeder.seed(_topic(namespace, "with space:and%colon"), ledgers=2, schema_versions=1)
+    old_cursor = seeded.cursor_ledger
+    sidecar = janitor.sidecar()
+    sidecar.phase_one.enqueue_then_commit(
+        [pending(seeded.topic, old_cursor, LedgerComponent.MANAGED_CURSOR)],
+        lambda: seeder.rotate_cursor(seeded),
+    )
+    janitor.worker(recorder)
+    recorder.wait_for(lambda rs: recorder.of(old_cursor) == [Outcome.DELETED])
+    assert not janitor.backend.exists(old_cursor)
+    assert all(janitor.backend.exists(i) for i in seeded.referenced())
+
+
+def test_undecodable_message_is_archived_intact_and_the_worker_keeps_going(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    seeder, recorder = _seeder(janitor), Recorder()
+    seeded = seeder.seed(_topic(namespace), ledgers=2)
+    sidecar = janitor.sidecar()
+    garbage = b"\x02\xff\xfe not avro \x00"
+    sidecar.registry.register(namespace)
+    sidecar.pool.send(namespace.deletion_topic, garbage, {"k": "v"}).result(10)
+    janitor.worker(recorder)
+    recorder.wait_for(lambda rs: any(r.outcome is Outcome.ARCHIVED for r in rs))
+    sidecar.phase_one.enqueue_then_commit(
+        [pending(seeded.topic, seeded.ledgers[0])],
+        lambda: seeder.release(seeded, seeded.ledgers[:1]),
+    )
+    recorder.wait_for(lambda rs: any(r.outcome is Outcome.DELETED for r in rs))
+    archived = _drain(janitor, namespace.archive_topic, 1)[0]
+    assert archived.data() == garbage
+    assert archived.properties()["k"] == "v"
+    assert archived.properties()[props.ARCHIVE_REASON].startswith("undecodable message")
+
+
+def test_message_naming_another_namespace_is_archived_not_deleted(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    seeder, recorder = _seeder(janitor), Recorder()
+    victim = seeder.seed(_topic(NamespaceName(namespace.tenant + "x", "victim")), ledgers=3)
+    target = victim.ledgers[0]
+    seeder.release(victim, [target])  # unreferenced now, but not this namespace's to delete
+    sidecar = janitor.sidecar()
+    sidecar.registry.register(namespace)
+    sidecar.pool.send(namespace.deletion_topic, encode(pending(victim.topic, target)), {}).result(
+        10
+    )
+    janitor.worker(recorder)
+
+    recorder.wait_for(lambda rs: len(rs) == 1)
+    assert recorder.results[0].outcome is Outcome.ARCHIVED
+    assert "outside namespace" in recorder.results[0].reason
+    assert janitor.backend.exists(target)
+
+
+def test_ledger_whose_metadata_names_another_topic_is_archived(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    seeder, recorder = _seeder(janitor), Recorder()
+    theirs = seeder.seed(_topic(namespace, "theirs"), ledgers=2)
+    mine = seeder.seed(_topic(namespace, "mine"), ledgers=2)  # ids above the target: not stale
+    target = theirs.ledgers[0]
+    seeder.release(theirs, [target])
+    # `mine` never referenced the ledger, and the ledger's own metadata names `theirs`.
+    janitor.sidecar().phase_one.enqueue([pending(mine.topic, target)])
+    janitor.worker(recorder)
+
+    recorder.wait_for(lambda rs: len(rs) == 1)
+    assert recorder.results[0].outcome is Outcome.ARCHIVED
+    assert "pulsar/managed-ledger" in recorder.results[0].reason
+    assert janitor.backend.exists(target)
+
+
+def test_failed_send_never_commits_metadata(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    from ledger_janitor.embedded import free_port
+
+    seeder = _seeder(janitor)
+    seeded = seeder.seed(_topic(namespace), ledgers=3)
+    unreachable = janitor.sidecar(
+        broker_service_url=f"pulsar://127.0.0.1:{free_port()}", operation_timeout_seconds=1
+    )
+    committed = []
+    with pytest.raises(EnqueueError, match="metadata must not change"):
+        unreachable.phase_one.enqueue_then_commit(
+            [pending(seeded.topic, seeded.ledgers[0])], lambda: committed.append(True)
+        )
+    assert committed == []
+    still = MetadataInUseLedgers(janitor.backend.metadata).fetch(seeded.topic)
+    assert seeded.ledgers[0] in still.ledger_ids
