@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config import ServiceConfiguration
-from consumers.worker import DeletionWorker
-
 from consumers.handler import HandlingResult, Outcome
+from consumers.worker import DeletionWorker
 from deletion.ledgers import bookkeeper_metadata as bk
 from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.ledgers.sqlite import SqliteLedgerStorage

@@ -29,8 +29,8 @@ class ZooKeeperServer:
         java = shutil.which("java")
         if missing or java is None:
             raise RuntimeError(
-                f"ZooKeeper needs Debian's zookeeper package and a JRE (missing: {missing or 'java'});"
-                " scripts/test.sh installs them"
+                "ZooKeeper needs Debian's zookeeper package and a JRE"
+                f" (missing: {missing or 'java'}); scripts/test.sh installs them"
             )
         (self.root / "data").mkdir(parents=True, exist_ok=True)
         (self.root / "zoo.cfg").write_text(
