@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The one test command (the README's and CI's): install what is missing, lint, type-check, test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# ZooKeeper (Debian's package) and a JRE for the real-server tests.
+if [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null 2>&1; then
+    echo "installing Debian's zookeeper package (and a JRE)..."
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper default-jre-headless >/dev/null
+fi
+
+# The project with its test extra (pulsar-client, pulsar-lite, kazoo, hypothesis, ...).
+python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+
+ruff check .
+ruff format --check .
+mypy
+python3 -m pytest "$@"
