@@ -23,7 +23,7 @@ from rich.table import Table
 from config import ServiceConfiguration
 from consumers.handler import HandlingResult, Outcome
 from deletion.ledgers.sqlite import SqliteLedgerStorage
-from deletion.message import LedgerComponent
+from deletion.message import LedgerComponent, encode
 from deletion.pulsar_metadata import MetadataInUseLedgers
 from deletion.topics import NamespaceName, TopicName
 
@@ -51,7 +51,7 @@ def demo_configuration(root: Path, service_url: str) -> ServiceConfiguration:
 
 def _phase_one(sidecar: Sidecar, seeder: TopicSeeder, seeded: list[SeededTopic]) -> int:
     """Release ledgers the two-phase way; return how many messages were sent."""
-    sent = 0
+    sent, first_released = 0, seeded[0].ledgers[0]
     for entry in seeded:
         released = entry.ledgers[:3]
         infos = [pending(entry.topic, ledger_id) for ledger_id in released]
@@ -63,21 +63,15 @@ def _phase_one(sidecar: Sidecar, seeder: TopicSeeder, seeded: list[SeededTopic])
         sent += len(infos) + 1
     first, second = seeded[0], seeded[-1]
     # A duplicate (a broker retried its send): deleted once, both acked.
-    sidecar.phase_one.enqueue([pending(first.topic, first.ledgers[0] - 1)])
+    sidecar.phase_one.enqueue([pending(first.topic, first_released)])
     # A crash after the send, before the metadata commit: the ledger stays referenced.
     sidecar.phase_one.enqueue([pending(first.topic, first.ledgers[-1])])
     # Hostile: a message on one namespace's topic naming another tenant's ledger.
     hostile = pending(second.topic, second.ledgers[-1])
-    sidecar.pool.send(first.topic.namespace.deletion_topic, _encode(hostile), {}).result(10)
+    sidecar.pool.send(first.topic.namespace.deletion_topic, encode(hostile), {}).result(10)
     # Garbage on a deletion topic: archived with its bytes intact.
     sidecar.pool.send(second.topic.namespace.deletion_topic, b"\x00not avro", {}).result(10)
     return sent + 4
-
-
-def _encode(info: Any) -> bytes:
-    from deletion.message import encode
-
-    return encode(info)
 
 
 def _referenced_now(sidecar: Sidecar, seeded: list[SeededTopic]) -> set[int]:

@@ -113,8 +113,12 @@ def _crash_then_recover(
     return recovered
 
 
-DELETE_STEPS = ["before_in_use_check", "before_ownership_read", "before_delete",
-                "after_delete_before_ack"]
+DELETE_STEPS = [
+    "before_in_use_check",
+    "before_ownership_read",
+    "before_delete",
+    "after_delete_before_ack",
+]
 
 
 @pytest.mark.parametrize("step", DELETE_STEPS)
@@ -152,8 +156,10 @@ def test_crash_on_the_reconsume_path_never_deletes_a_referenced_ledger(
         from deletion import message, message_properties
 
         sidecar.registry.register(namespace)
-        properties = {message_properties.RECONSUME_TIMES: str(times),
-                      message_properties.DELAY_TIME: "0"}
+        properties = {
+            message_properties.RECONSUME_TIMES: str(times),
+            message_properties.DELAY_TIME: "0",
+        }
         sidecar.pool.send(namespace.deletion_topic, message.encode(info), properties).result(10)
 
     recovered = _crash_then_recover(janitor, step, enqueue)

@@ -44,10 +44,23 @@ def test_sigterm_mid_batch_loses_nothing(
         storage = backend.factory
         assert isinstance(storage, SqliteLedgerStorage)
         sidecar = subprocess.Popen(
-            [sys.executable, "-m", "ledger_janitor", "run", "--metadata-store", backend.metadata_url,
-             "--broker-url", broker.service_url, "--set", "sendDelaySecondsOfTwoPhaseDeletion=0",
-             "--set", "ledgerDeletionParallelismOfTwoPhaseDeletion=2"],
-            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            [
+                sys.executable,
+                "-m",
+                "ledger_janitor",
+                "run",
+                "--metadata-store",
+                backend.metadata_url,
+                "--broker-url",
+                broker.service_url,
+                "--set",
+                "sendDelaySecondsOfTwoPhaseDeletion=0",
+                "--set",
+                "ledgerDeletionParallelismOfTwoPhaseDeletion=2",
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         _wait(lambda: len(storage.deletions()) > 0, 60, "the first deletion")
         sidecar.send_signal(signal.SIGTERM)
