@@ -67,8 +67,9 @@ class DeletionHandler:
             archived = self._reconsumer.reconsume_later(
                 consumer, received, namespace, decision.reason
             )
-            outcome = Outcome.ARCHIVED if archived else Outcome.RECONSUMED
-            return self._done(HandlingResult(outcome, decision.reason, info))
+            if archived is not None:
+                return self._done(HandlingResult(Outcome.ARCHIVED, archived, info))
+            return self._done(HandlingResult(Outcome.RECONSUMED, decision.reason, info))
         if decision.verdict is Verdict.ARCHIVE:
             return self._archive(consumer, received, namespace, info, decision.reason)
         consumer.acknowledge(received)

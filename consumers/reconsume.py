@@ -41,8 +41,8 @@ class Reconsumer:
         message: ReceivedMessage,
         namespace: NamespaceName,
         reason: str,
-    ) -> bool:
-        """Send to the retry topic, or to the archive past the maximum; True if archived."""
+    ) -> str | None:
+        """Send to the retry topic, or past the maximum to the archive: then return why."""
         properties = self._carried_properties(message)
         times = props.reconsume_times(message.properties()) + 1
         properties[props.RECONSUME_TIMES] = str(times)
@@ -51,7 +51,7 @@ class Reconsumer:
             reason = f"gave up after {self._policy.max_reconsume_times} reconsumes: {reason}"
             self._send_archived(message, namespace, properties, reason)
             consumer.acknowledge(message)
-            return True
+            return reason
         future = self._pool.send(
             namespace.retry_topic,
             message.data(),
@@ -61,7 +61,7 @@ class Reconsumer:
         )
         future.result(timeout=self._policy.send_timeout_seconds)
         consumer.acknowledge(message)
-        return False
+        return None
 
     def archive(
         self,

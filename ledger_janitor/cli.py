@@ -61,6 +61,7 @@ BrokerOpt = Annotated[
     str | None, typer.Option("--broker-url", help="brokerServiceUrl, pulsar://host:port.")
 ]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log every message handled.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Log warnings and errors only.")]
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -120,7 +121,7 @@ def run(
     settings: Settings = None,
     metadata_store: MetadataStoreOpt = None,
     broker_url: BrokerOpt = None,
-    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Run the phase-two worker (the sidecar) until SIGTERM or Ctrl-C.
 
@@ -128,7 +129,7 @@ def run(
     """
     from .wiring import open_sidecar
 
-    _setup_logging(verbose)
+    _setup_logging(verbose=not quiet)
     config = _load(config_file, settings, metadata_store, broker_url).config
     if not config.two_phase_deletion_enabled:
         raise JanitorError("twoPhaseDeletionEnabled is false: nothing to run")

@@ -1,0 +1,250 @@
+"""DeletionHandler's flow with fakes (pure logic): transient retries, unknowns, ownership."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from consumers.handler import DeletionHandler, Outcome
+from consumers.reconsume import Reconsumer, RetryPolicy
+from deletion import message
+from deletion.decision import pulsar_custom_metadata
+from deletion.in_use import InUseLedgersCache
+from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.ports import ANY_VERSION, LedgerRecord, TopicLedgers
+from deletion.topics import NamespaceName, TopicName
+from deletion.transient import TransientRetry
+from ledger_janitor.errors import (
+    MetadataError,
+    TransientLedgerStorageError,
+    TransientMetadataError,
+)
+
+NOW = 1_000_000.0
+NS = NamespaceName("tenant", "ns")
+TOPIC = TopicName(NS, "orders")
+
+
+@dataclass
+class FakeMessage:
+    payload: bytes
+    props: dict[str, str] = field(default_factory=dict)
+
+    def data(self) -> bytes:
+        return self.payload
+
+    def properties(self) -> dict[str, str]:
+        return dict(self.props)
+
+    def publish_timestamp(self) -> int:
+        return int((NOW - 100) * 1000)
+
+    def topic_name(self) -> str:
+        return f"{NS.deletion_topic}-partition-2"
+
+    def message_id(self) -> Any:
+        return FakeId()
+
+    def partition_key(self) -> str:
+        return "k"
+
+
+class FakeId:
+    def ledger_id(self) -> int:
+        return 3
+
+    def entry_id(self) -> int:
+        return 9
+
+    def partition(self) -> int:
+        return 2
+
+    def batch_index(self) -> int:
+        return -1
+
+
+@dataclass
+class FakeConsumer:
+    acked: list[Any] = field(default_factory=list)
+
+    def acknowledge(self, received: Any) -> None:
+        self.acked.append(received)
+
+    def negative_acknowledge(self, received: Any) -> None:
+        raise AssertionError("not expected")
+
+
+@dataclass
+class FakePool:
+    sent: list[tuple[str, bytes, dict[str, str]]] = field(default_factory=list)
+
+    def send(
+        self,
+        topic: str,
+        payload: bytes,
+        properties: Any,
+        key: Any = None,
+        delay_seconds: float = 0.0,
+    ) -> Future[Any]:
+        self.sent.append((topic, payload, dict(properties)))
+        done: Future[Any] = Future()
+        done.set_result("id")
+        return done
+
+
+@dataclass
+class FlakySource:
+    """In-use ledgers that fail `failures` times first."""
+
+    ledgers: frozenset[int]
+    failures: list[Exception] = field(default_factory=list)
+    calls: int = 0
+
+    def fetch(self, topic: TopicName) -> TopicLedgers:
+        self.calls += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return TopicLedgers(topic, True, self.ledgers, NOW)
+
+
+@dataclass
+class FlakyStorage:
+    records: dict[int, LedgerRecord]
+    failures: list[Exception] = field(default_factory=list)
+    deleted: list[int] = field(default_factory=list)
+
+    def ledger(self, ledger_id: int) -> LedgerRecord | None:
+        if self.failures:
+            raise self.failures.pop(0)
+        return self.records.get(ledger_id)
+
+    def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
+        if self.failures:
+            raise self.failures.pop(0)
+        self.deleted.append(ledger_id)
+        return self.records.pop(ledger_id, None) is not None
+
+    def close(self) -> None:
+        pass
+
+
+def _record(ledger_id: int, topic: TopicName = TOPIC) -> LedgerRecord:
+    metadata = pulsar_custom_metadata(topic, LedgerComponent.MANAGED_LEDGER)
+    return LedgerRecord(ledger_id, metadata, ctime_ms=0, version=1)
+
+
+@dataclass
+class Rig:
+    source: FlakySource
+    storage: FlakyStorage
+    pool: FakePool = field(default_factory=FakePool)
+    consumer: FakeConsumer = field(default_factory=FakeConsumer)
+    sleeps: list[float] = field(default_factory=list)
+
+    def handler(self) -> DeletionHandler:
+        cache = InUseLedgersCache(self.source, ttl=600, clock=lambda: NOW)
+        reconsumer = Reconsumer(self.pool, RetryPolicy(600, 10), clock=lambda: NOW)  # type: ignore[arg-type]
+        retry = TransientRetry(attempts=4, sleep=self.sleeps.append)
+        return DeletionHandler(cache, self.storage, reconsumer, 60, retry, clock=lambda: NOW)
+
+    def handle(self, info: PendingDeleteLedgerInfo, **props: str) -> Any:
+        return self.handler().handle(self.consumer, FakeMessage(message.encode(info), dict(props)))
+
+
+def _info(ledger_id: int, topic: TopicName = TOPIC, check: bool = True) -> PendingDeleteLedgerInfo:
+    return PendingDeleteLedgerInfo(
+        topic,
+        LedgerComponent.MANAGED_LEDGER,
+        LedgerType.LEDGER,
+        ledger_id,
+        check_ledger_still_in_use=check,
+    )
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    yield Rig(FlakySource(frozenset({5, 9})), FlakyStorage({3: _record(3), 4: _record(4)}))
+
+
+def test_unreferenced_ledger_is_deleted_and_acked(rig: Rig) -> None:
+    result = rig.handle(_info(3))
+    assert result.outcome is Outcome.DELETED
+    assert rig.storage.deleted == [3]
+    assert len(rig.consumer.acked) == 1 and rig.pool.sent == []
+
+
+def test_transient_failures_are_retried_in_place_not_reconsumed(rig: Rig) -> None:
+    rig.source.failures = [TransientMetadataError("connection loss")] * 2
+    rig.storage.failures = [TransientLedgerStorageError("timeout")]
+    result = rig.handle(_info(3))
+    assert result.outcome is Outcome.DELETED
+    assert rig.pool.sent == []  # no reconsume
+    assert len(rig.sleeps) == 3  # injected sleep: the test never waits
+
+
+def test_persistent_metadata_failure_means_unknown_so_reconsume(rig: Rig) -> None:
+    rig.source.failures = [TransientMetadataError("down")] * 10
+    result = rig.handle(_info(3))
+    assert result.outcome is Outcome.RECONSUMED
+    assert rig.storage.deleted == []
+    topic, _, properties = rig.pool.sent[0]
+    assert topic == NS.retry_topic
+    assert properties["RECONSUMETIMES"] == "1"
+    assert "cannot tell whether it is in use" in result.reason
+
+
+def test_non_transient_metadata_error_is_not_retried(rig: Rig) -> None:
+    rig.source.failures = [MetadataError("corrupt")]
+    result = rig.handle(_info(3))
+    assert result.outcome is Outcome.RECONSUMED
+    assert rig.source.calls == 1 and rig.sleeps == []
+
+
+def test_referenced_ledger_is_reconsumed_with_java_properties(rig: Rig) -> None:
+    result = rig.handle(_info(5))
+    assert result.outcome is Outcome.RECONSUMED
+    _, payload, properties = rig.pool.sent[0]
+    assert message.decode(payload).ledger_id == 5
+    assert properties["REAL_TOPIC"] == f"{NS.deletion_topic}-partition-2"
+    assert properties["ORIGIN_MESSAGE_ID"] == "3:9:2"
+    assert properties["DELAY_TIME"] == "600000"
+
+
+def test_stale_snapshot_is_refetched_once_when_older_than_the_message(rig: Rig) -> None:
+    # The snapshot's time (NOW) is before this message's due time (NOW - 100 + 200).
+    result = rig.handle(_info(12), DELAY_TIME="200000")
+    assert result.outcome is Outcome.RECONSUMED
+    assert "stale" in result.reason
+    assert rig.source.calls == 2
+
+
+def test_already_gone_is_success(rig: Rig) -> None:
+    result = rig.handle(_info(7))
+    assert result.outcome is Outcome.ALREADY_GONE
+    assert len(rig.consumer.acked) == 1
+
+
+def test_skip_in_use_check_still_refuses_a_referenced_ledger(rig: Rig) -> None:
+    assert rig.handle(_info(9, check=False)).outcome is Outcome.RECONSUMED
+    assert rig.storage.deleted == []
+
+
+def test_ownership_mismatch_is_archived(rig: Rig) -> None:
+    rig.storage.records[3] = _record(3, TopicName(NS, "someone-else"))
+    result = rig.handle(_info(3))
+    assert result.outcome is Outcome.ARCHIVED
+    assert rig.pool.sent[0][0] == NS.archive_topic
+    assert rig.storage.deleted == []
+
+
+def test_past_the_maximum_the_message_is_archived_with_the_reason(rig: Rig) -> None:
+    result = rig.handle(_info(5), RECONSUMETIMES="10")
+    assert result.outcome is Outcome.ARCHIVED
+    topic, _, properties = rig.pool.sent[0]
+    assert topic == NS.archive_topic
+    assert properties["RECONSUMETIMES"] == "11"
+    assert properties["ARCHIVE_REASON"].startswith("gave up after 10 reconsumes")
