@@ -6,15 +6,14 @@ is what the in-use staleness rule relies on. Every real deletion is logged with 
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from ledger_janitor.errors import LedgerStorageError, VersionConflictError
 
+from ..embedded_db import EmbeddedDatabase
 from ..ports import ANY_VERSION, LedgerRecord
-from ..stores.sqlite import connect
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledgers (
@@ -44,46 +43,35 @@ CREATE TABLE IF NOT EXISTS ledger_deletions (
 
 class SqliteLedgerStorage:
     def __init__(self, path: str | Path) -> None:
-        self._conn = connect(path)
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.executescript(_SCHEMA)
-        self._lock = threading.Lock()
+        self._db = EmbeddedDatabase(path, _SCHEMA)
 
     def create_ledger(self, custom_metadata: Mapping[str, bytes]) -> int:
-        now = int(time.time() * 1000)
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            cursor = self._conn.execute("INSERT INTO ledgers (ctime_ms) VALUES (?)", (now,))
+        with self._db.transaction() as conn:
+            cursor = conn.execute("INSERT INTO ledgers (ctime_ms) VALUES (?)", (_now_ms(),))
             ledger_id = int(cursor.lastrowid or 0)
-            self._conn.executemany(
+            conn.executemany(
                 "INSERT INTO ledger_custom_metadata VALUES (?, ?, ?)",
                 [(ledger_id, key, value) for key, value in custom_metadata.items()],
             )
-            self._conn.execute("COMMIT")
         return ledger_id
 
     def append(self, ledger_id: int, data: bytes) -> int:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            state = self._conn.execute(
+        with self._db.transaction() as conn:
+            state = conn.execute(
                 "SELECT state FROM ledgers WHERE ledger_id = ?", (ledger_id,)
             ).fetchone()
             if state is None or state[0] != "OPEN":
-                self._conn.execute("ROLLBACK")
                 raise LedgerStorageError(f"ledger {ledger_id} is missing or closed")
-            row = self._conn.execute(
+            (entry_id,) = conn.execute(
                 "SELECT COALESCE(MAX(entry_id), -1) + 1 FROM ledger_entries WHERE ledger_id = ?",
                 (ledger_id,),
             ).fetchone()
-            self._conn.execute(
-                "INSERT INTO ledger_entries VALUES (?, ?, ?)", (ledger_id, row[0], data)
-            )
-            self._conn.execute("COMMIT")
-        return int(row[0])
+            conn.execute("INSERT INTO ledger_entries VALUES (?, ?, ?)", (ledger_id, entry_id, data))
+        return int(entry_id)
 
     def read(self, ledger_id: int, first: int = 0, last: int | None = None) -> list[bytes]:
-        with self._lock:
-            rows = self._conn.execute(
+        with self._db.reading() as conn:
+            rows = conn.execute(
                 "SELECT data FROM ledger_entries WHERE ledger_id = ? AND entry_id >= ?"
                 " AND (? IS NULL OR entry_id <= ?) ORDER BY entry_id",
                 (ledger_id, first, last, last),
@@ -91,22 +79,22 @@ class SqliteLedgerStorage:
         return [bytes(row[0]) for row in rows]
 
     def close_ledger(self, ledger_id: int) -> None:
-        with self._lock:
-            self._conn.execute(
+        with self._db.transaction() as conn:
+            conn.execute(
                 "UPDATE ledgers SET state = 'CLOSED', version = version + 1 WHERE ledger_id = ?",
                 (ledger_id,),
             )
 
     def ledger(self, ledger_id: int) -> LedgerRecord | None:
-        with self._lock:
-            row = self._conn.execute(
+        with self._db.reading() as conn:
+            row = conn.execute(
                 "SELECT ctime_ms, version FROM ledgers WHERE ledger_id = ?", (ledger_id,)
             ).fetchone()
-            if row is None:
-                return None
-            metadata = self._conn.execute(
+            metadata = conn.execute(
                 "SELECT key, value FROM ledger_custom_metadata WHERE ledger_id = ?", (ledger_id,)
             ).fetchall()
+        if row is None:
+            return None
         return LedgerRecord(
             ledger_id=ledger_id,
             custom_metadata={key: bytes(value) for key, value in metadata},
@@ -115,38 +103,33 @@ class SqliteLedgerStorage:
         )
 
     def ledger_ids(self) -> list[int]:
-        with self._lock:
-            return [
-                row[0] for row in self._conn.execute("SELECT ledger_id FROM ledgers ORDER BY 1")
-            ]
+        with self._db.reading() as conn:
+            return [row[0] for row in conn.execute("SELECT ledger_id FROM ledgers ORDER BY 1")]
 
     def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            row = self._conn.execute(
+        with self._db.transaction() as conn:
+            row = conn.execute(
                 "SELECT version FROM ledgers WHERE ledger_id = ?", (ledger_id,)
             ).fetchone()
             if row is None:
-                self._conn.execute("ROLLBACK")
                 return False
             if expected_version not in (ANY_VERSION, row[0]):
-                self._conn.execute("ROLLBACK")
                 raise VersionConflictError(f"ledger {ledger_id} changed (version {row[0]})")
-            self._conn.execute("DELETE FROM ledgers WHERE ledger_id = ?", (ledger_id,))
-            self._conn.execute(
-                "INSERT INTO ledger_deletions VALUES (?, ?)", (ledger_id, int(time.time() * 1000))
-            )
-            self._conn.execute("COMMIT")
+            conn.execute("DELETE FROM ledgers WHERE ledger_id = ?", (ledger_id,))
+            conn.execute("INSERT INTO ledger_deletions VALUES (?, ?)", (ledger_id, _now_ms()))
         return True
 
     def deletions(self) -> list[tuple[int, int]]:
         """Every real deletion as (ledger id, time in ms), oldest first."""
-        with self._lock:
-            rows = self._conn.execute(
+        with self._db.reading() as conn:
+            rows = conn.execute(
                 "SELECT ledger_id, deleted_at_ms FROM ledger_deletions ORDER BY rowid"
             ).fetchall()
         return [(row[0], row[1]) for row in rows]
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._db.close()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from ledger_janitor.errors import MetadataError, VersionConflictError
 
+from ..embedded_db import EmbeddedDatabase
 from ..ports import ANY_VERSION, Node, Stat
 
 _SCHEMA = """
@@ -26,14 +23,6 @@ CREATE INDEX IF NOT EXISTS metadata_nodes_parent ON metadata_nodes(parent);
 """
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
-    """One connection shared by threads; WAL so other processes can read while we write."""
-    conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    return conn
-
-
 def _parent(path: str) -> str:
     return path.rsplit("/", 1)[0] or "/"
 
@@ -45,25 +34,12 @@ def _check_path(path: str) -> None:
 
 class SqliteMetadataStore:
     def __init__(self, path: str | Path) -> None:
-        self._conn = connect(path)
-        self._conn.executescript(_SCHEMA)
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        self._db = EmbeddedDatabase(path, _SCHEMA)
 
     def get(self, path: str) -> Node | None:
         _check_path(path)
-        with self._lock:
-            row = self._conn.execute(
+        with self._db.reading() as conn:
+            row = conn.execute(
                 "SELECT data, version, ctime_ms, mtime_ms FROM metadata_nodes WHERE path = ?",
                 (path,),
             ).fetchone()
@@ -71,8 +47,8 @@ class SqliteMetadataStore:
 
     def children(self, path: str) -> list[str]:
         _check_path(path)
-        with self._lock:
-            rows = self._conn.execute(
+        with self._db.reading() as conn:
+            rows = conn.execute(
                 "SELECT path FROM metadata_nodes WHERE parent = ? ORDER BY path", (path,)
             ).fetchall()
         return [row[0].rsplit("/", 1)[1] for row in rows]
@@ -80,7 +56,7 @@ class SqliteMetadataStore:
     def create(self, path: str, data: bytes) -> Stat:
         _check_path(path)
         now = int(time.time() * 1000)
-        with self._transaction() as conn:
+        with self._db.transaction() as conn:
             if conn.execute("SELECT 1 FROM metadata_nodes WHERE path = ?", (path,)).fetchone():
                 raise VersionConflictError(f"{path} already exists")
             missing, parent = [], _parent(path)
@@ -103,7 +79,7 @@ class SqliteMetadataStore:
     def set(self, path: str, data: bytes, expected_version: int = ANY_VERSION) -> Stat:
         _check_path(path)
         now = int(time.time() * 1000)
-        with self._transaction() as conn:
+        with self._db.transaction() as conn:
             row = conn.execute(
                 "SELECT version, ctime_ms FROM metadata_nodes WHERE path = ?", (path,)
             ).fetchone()
@@ -119,7 +95,7 @@ class SqliteMetadataStore:
 
     def delete(self, path: str, expected_version: int = ANY_VERSION) -> bool:
         _check_path(path)
-        with self._transaction() as conn:
+        with self._db.transaction() as conn:
             row = conn.execute(
                 "SELECT version FROM metadata_nodes WHERE path = ?", (path,)
             ).fetchone()
@@ -135,5 +111,4 @@ class SqliteMetadataStore:
         return True
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._db.close()
