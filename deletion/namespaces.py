@@ -1,7 +1,8 @@
-"""The registry of namespaces that have a deletion topic, kept in the metadata store.
+"""Finding the namespaces that have a deletion topic.
 
-Phase one registers a namespace before its first send, so a worker that lists the
-registry finds every deletion topic that may hold messages.
+Phase one registers a namespace in the metadata store before its first send, so a worker
+that lists the registry finds every deletion topic we wrote to. Deletion topics written by
+others are found in Pulsar's managed-ledger tree, where every persistent topic has a node.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import contextlib
 from ledger_janitor.errors import VersionConflictError
 
 from .ports import MetadataStore
-from .topics import NamespaceName
+from .topics import DELETION_TOPIC, NamespaceName
 
 REGISTRY_ROOT = "/ledger-janitor/deletion-namespaces"
 
@@ -37,3 +38,20 @@ class NamespaceRegistry:
             for tenant in self._store.children(REGISTRY_ROOT)
             for namespace in self._store.children(f"{REGISTRY_ROOT}/{tenant}")
         ]
+
+
+def discover_deletion_namespaces(store: MetadataStore) -> list[NamespaceName]:
+    """Namespaces whose `/managed-ledgers/<tenant>/<ns>/persistent` holds a deletion topic."""
+    found = []
+    for tenant in store.children("/managed-ledgers"):
+        for namespace in store.children(f"/managed-ledgers/{tenant}"):
+            topics = store.children(f"/managed-ledgers/{tenant}/{namespace}/persistent")
+            if any(_is_deletion_topic(topic) for topic in topics):
+                found.append(NamespaceName(tenant, namespace))
+    return found
+
+
+def _is_deletion_topic(encoded_local_name: str) -> bool:
+    # The partitioned topic or one of its partitions; the archive and retry topics differ.
+    base, _, index = encoded_local_name.rpartition("-partition-")
+    return encoded_local_name == DELETION_TOPIC or (base == DELETION_TOPIC and index.isdigit())

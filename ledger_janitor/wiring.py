@@ -17,7 +17,7 @@ from consumers.worker import DeletionWorker, WorkerSettings
 from deletion.in_use import InUseLedgersCache
 from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.ledgers.sqlite import SqliteLedgerStorage
-from deletion.namespaces import NamespaceRegistry
+from deletion.namespaces import NamespaceRegistry, discover_deletion_namespaces
 from deletion.ports import LedgerStorage, MetadataStore
 from deletion.pulsar_metadata import MetadataInUseLedgers
 from deletion.stores.sqlite import SqliteMetadataStore
@@ -57,7 +57,8 @@ class Sidecar:
 
     def namespaces(self) -> Iterable[NamespaceName]:
         configured = [NamespaceName.parse(text) for text in self.config.deletion_namespaces]
-        return {*configured, *self.registry.namespaces()}
+        discovered = discover_deletion_namespaces(self.metadata)
+        return {*configured, *self.registry.namespaces(), *discovered}
 
     def worker(
         self,

@@ -1,0 +1,299 @@
+"""The decision rule, as pure functions: in use, namespace isolation, ownership."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from deletion.decision import (
+    Verdict,
+    check_namespace,
+    check_ownership,
+    decide_in_use,
+    pulsar_custom_metadata,
+)
+from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.ports import LedgerRecord, TopicLedgers
+from deletion.topics import NamespaceName, TopicName
+
+NS = NamespaceName("t", "ns")
+TOPIC = TopicName(NS, "orders-partition-1")
+
+
+def message(
+    ledger_id: int,
+    component: LedgerComponent = LedgerComponent.MANAGED_LEDGER,
+    check: bool = True,
+    topic: TopicName = TOPIC,
+) -> PendingDeleteLedgerInfo:
+    return PendingDeleteLedgerInfo(
+        topic, component, LedgerType.LEDGER, ledger_id, check_ledger_still_in_use=check
+    )
+
+
+def snapshot(*ids: int, exists: bool = True, topic: TopicName = TOPIC) -> TopicLedgers:
+    return TopicLedgers(topic, exists, frozenset(ids), fetched_at=0.0)
+
+
+# --- decide_in_use -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_referenced_ledger_is_reconsumed(check: bool) -> None:
+    decision = decide_in_use(message(5, check=check), snapshot(3, 5, 9))
+    assert decision.verdict is Verdict.RECONSUME
+    assert "referenced" in decision.reason
+
+
+def test_unreferenced_ledger_below_the_largest_is_deleted() -> None:
+    assert decide_in_use(message(4), snapshot(3, 5, 9)).verdict is Verdict.DELETE
+
+
+def test_unreferenced_ledger_equal_to_a_gap_below_largest_is_deleted() -> None:
+    assert decide_in_use(message(1), snapshot(2, 3)).verdict is Verdict.DELETE
+
+
+def test_ledger_above_the_largest_means_a_stale_snapshot() -> None:
+    decision = decide_in_use(message(10), snapshot(3, 5, 9))
+    assert decision.verdict is Verdict.RECONSUME
+    assert "stale" in decision.reason
+
+
+def test_existing_topic_with_no_ledgers_is_stale_for_any_id() -> None:
+    decision = decide_in_use(message(1), snapshot())
+    assert decision.verdict is Verdict.RECONSUME
+    assert "stale" in decision.reason
+
+
+def test_absent_topic_means_delete() -> None:
+    assert decide_in_use(message(10), snapshot(exists=False)).verdict is Verdict.DELETE
+
+
+def test_absent_topic_still_protects_its_schema_ledgers() -> None:
+    # A deleted topic's schema may outlive it: an id the snapshot knows is never deleted.
+    schema = message(8, LedgerComponent.SCHEMA_STORAGE)
+    assert decide_in_use(schema, snapshot(8, exists=False)).verdict is Verdict.RECONSUME
+    assert decide_in_use(message(7), snapshot(8, exists=False)).verdict is Verdict.DELETE
+
+
+def test_unchecked_message_skips_only_the_staleness_rule() -> None:
+    assert decide_in_use(message(10, check=False), snapshot(3, 5, 9)).verdict is Verdict.DELETE
+    assert decide_in_use(message(1, check=False), snapshot()).verdict is Verdict.DELETE
+    # ... but a referenced ledger is still referenced.
+    assert decide_in_use(message(5, check=False), snapshot(5)).verdict is Verdict.RECONSUME
+    assert decide_in_use(message(4, check=False), snapshot(3, 5)).verdict is Verdict.DELETE
+
+
+@st.composite
+def snapshots(draw: st.DrawFn) -> TopicLedgers:
+    ids = draw(st.frozensets(st.integers(0, 2**63 - 1), max_size=20))
+    return TopicLedgers(TOPIC, draw(st.booleans()), ids, draw(st.floats(0, 1e9)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(snapshots(), st.data())
+def test_never_deletes_a_ledger_in_the_snapshot(known: TopicLedgers, data: st.DataObject) -> None:
+    ledger_id = data.draw(
+        st.sampled_from(sorted(known.ledger_ids)) if known.ledger_ids else st.integers(0, 2**63 - 1)
+    )
+    info = PendingDeleteLedgerInfo(
+        TOPIC,
+        data.draw(st.sampled_from(LedgerComponent)),
+        LedgerType.LEDGER,
+        ledger_id,
+        check_ledger_still_in_use=data.draw(st.booleans()),
+    )
+    verdict = decide_in_use(info, known).verdict
+    if ledger_id in known.ledger_ids:
+        assert verdict is Verdict.RECONSUME
+    assert verdict in (Verdict.DELETE, Verdict.RECONSUME)
+
+
+@settings(max_examples=200, deadline=None)
+@given(snapshots(), st.integers(0, 2**63 - 1))
+def test_checked_message_above_the_largest_is_never_deleted_while_topic_exists(
+    known: TopicLedgers, ledger_id: int
+) -> None:
+    verdict = decide_in_use(message(ledger_id), known).verdict
+    largest = known.largest
+    if known.exists and (largest is None or ledger_id > largest):
+        assert verdict is Verdict.RECONSUME
+    if verdict is Verdict.DELETE:
+        assert ledger_id not in known.ledger_ids
+
+
+# --- check_namespace -----------------------------------------------------------------------
+
+
+def test_message_of_the_deletion_topics_namespace_passes() -> None:
+    assert check_namespace(message(1), NS) is None
+
+
+@pytest.mark.parametrize(
+    "arrived_in",
+    [NamespaceName("t", "other"), NamespaceName("other", "ns"), NamespaceName("ns", "t")],
+)
+def test_message_naming_another_namespace_is_archived(arrived_in: NamespaceName) -> None:
+    decision = check_namespace(message(1), arrived_in)
+    assert decision is not None
+    assert decision.verdict is Verdict.ARCHIVE
+
+
+# --- check_ownership -----------------------------------------------------------------------
+
+
+def record(metadata: dict[str, bytes], ledger_id: int = 1) -> LedgerRecord:
+    return LedgerRecord(ledger_id, metadata, ctime_ms=1, version=0)
+
+
+@pytest.mark.parametrize("component", list(LedgerComponent))
+def test_matching_pulsar_metadata_is_owned(component: LedgerComponent) -> None:
+    owned = check_ownership(message(1, component), record(pulsar_custom_metadata(TOPIC, component)))
+    assert owned.verdict is Verdict.DELETE
+
+
+def test_pulsar_custom_metadata_is_what_pulsar_writes() -> None:
+    # LedgerMetadataUtils.buildBaseManagedLedgerMetadata / ...ForCursor / ...ForSchema.
+    assert pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_LEDGER) == {
+        "application": b"pulsar",
+        "component": b"managed-ledger",
+        "pulsar/managed-ledger": b"t/ns/persistent/orders-partition-1",
+    }
+    assert pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_CURSOR, "sub-1") == {
+        "application": b"pulsar",
+        "component": b"managed-ledger",
+        "pulsar/managed-ledger": b"t/ns/persistent/orders-partition-1",
+        "pulsar/cursor": b"sub-1",
+    }
+    assert pulsar_custom_metadata(TOPIC, LedgerComponent.SCHEMA_STORAGE) == {
+        "application": b"pulsar",
+        "component": b"schema",
+        "pulsar/schemaId": b"t/ns/orders",
+    }
+
+
+def test_ownership_uses_encoded_names() -> None:
+    topic = TopicName(NS, "a b:c%d")
+    owned = record(pulsar_custom_metadata(topic, LedgerComponent.MANAGED_LEDGER))
+    assert owned.custom_metadata["pulsar/managed-ledger"] == b"t/ns/persistent/a+b%3Ac%25d"
+    assert check_ownership(message(1, topic=topic), owned).verdict is Verdict.DELETE
+    raw = dict(owned.custom_metadata, **{"pulsar/managed-ledger": b"t/ns/persistent/a b:c%d"})
+    assert check_ownership(message(1, topic=topic), record(raw)).verdict is Verdict.ARCHIVE
+
+
+def test_schema_ledger_of_a_partition_belongs_to_the_base_topic() -> None:
+    base = TopicName(NS, "orders")
+    metadata = pulsar_custom_metadata(base, LedgerComponent.SCHEMA_STORAGE)
+    info = message(1, LedgerComponent.SCHEMA_STORAGE, topic=TOPIC)
+    assert check_ownership(info, record(metadata)).verdict is Verdict.DELETE
+
+
+def _with(component: LedgerComponent, changes: dict[str, bytes | None]) -> dict[str, bytes]:
+    """Pulsar's metadata for TOPIC with some keys changed (None removes the key)."""
+    metadata = pulsar_custom_metadata(TOPIC, component)
+    for key, value in changes.items():
+        if value is None:
+            metadata.pop(key, None)
+        else:
+            metadata[key] = value
+    return metadata
+
+
+OTHER_TOPIC = TopicName(NamespaceName("victim", "ns"), "orders-partition-1")
+
+
+@pytest.mark.parametrize(
+    ("component", "metadata"),
+    [
+        (LedgerComponent.MANAGED_LEDGER, {}),
+        (LedgerComponent.MANAGED_CURSOR, {}),
+        (LedgerComponent.SCHEMA_STORAGE, {}),
+        (
+            LedgerComponent.MANAGED_LEDGER,
+            _with(LedgerComponent.MANAGED_LEDGER, {"application": None}),
+        ),
+        (
+            LedgerComponent.MANAGED_LEDGER,
+            _with(LedgerComponent.MANAGED_LEDGER, {"application": b"bk"}),
+        ),
+        (
+            LedgerComponent.MANAGED_LEDGER,
+            _with(LedgerComponent.MANAGED_LEDGER, {"component": b"schema"}),
+        ),
+        (
+            LedgerComponent.MANAGED_LEDGER,
+            _with(LedgerComponent.MANAGED_LEDGER, {"pulsar/managed-ledger": None}),
+        ),
+        (
+            LedgerComponent.MANAGED_LEDGER,
+            pulsar_custom_metadata(OTHER_TOPIC, LedgerComponent.MANAGED_LEDGER),
+        ),
+        (
+            LedgerComponent.MANAGED_LEDGER,
+            pulsar_custom_metadata(
+                TopicName(NS, "orders-partition-2"), LedgerComponent.MANAGED_LEDGER
+            ),
+        ),
+        (
+            LedgerComponent.MANAGED_LEDGER,
+            pulsar_custom_metadata(TopicName(NS, "orders"), LedgerComponent.MANAGED_LEDGER),
+        ),
+        (
+            LedgerComponent.MANAGED_CURSOR,
+            pulsar_custom_metadata(OTHER_TOPIC, LedgerComponent.MANAGED_CURSOR),
+        ),
+        (
+            LedgerComponent.SCHEMA_STORAGE,
+            pulsar_custom_metadata(OTHER_TOPIC, LedgerComponent.SCHEMA_STORAGE),
+        ),
+        (
+            LedgerComponent.SCHEMA_STORAGE,
+            pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_LEDGER),
+        ),
+        (
+            LedgerComponent.MANAGED_LEDGER,
+            pulsar_custom_metadata(TOPIC, LedgerComponent.SCHEMA_STORAGE),
+        ),
+        (
+            LedgerComponent.MANAGED_LEDGER,
+            _with(LedgerComponent.MANAGED_LEDGER, {"application": b"\xffpulsar"}),
+        ),
+    ],
+    ids=[
+        "no-metadata-ml",
+        "no-metadata-cursor",
+        "no-metadata-schema",
+        "no-application",
+        "other-application",
+        "other-component",
+        "no-ml-name",
+        "other-tenant",
+        "other-partition",
+        "base-instead-of-partition",
+        "cursor-of-other-tenant",
+        "schema-of-other-tenant",
+        "schema-message-for-ml-ledger",
+        "ml-message-for-schema-ledger",
+        "undecodable-value",
+    ],
+)
+def test_mismatched_ownership_is_archived(
+    component: LedgerComponent, metadata: dict[str, bytes]
+) -> None:
+    decision = check_ownership(message(1, component), record(metadata))
+    assert decision.verdict is Verdict.ARCHIVE
+
+
+def test_cursor_ledger_named_as_managed_ledger_is_archived() -> None:
+    cursor_ledger = record(pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_CURSOR))
+    decision = check_ownership(message(1, LedgerComponent.MANAGED_LEDGER), cursor_ledger)
+    assert decision.verdict is Verdict.ARCHIVE
+    assert "cursor" in decision.reason
+
+
+def test_data_ledger_named_as_cursor_is_archived() -> None:
+    data_ledger = record(pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_LEDGER))
+    decision = check_ownership(message(1, LedgerComponent.MANAGED_CURSOR), data_ledger)
+    assert decision.verdict is Verdict.ARCHIVE
+    assert "cursor" in decision.reason
