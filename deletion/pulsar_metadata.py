@@ -16,6 +16,7 @@ from google.protobuf.message import Message
 from ledger_janitor.errors import DecodeError
 
 from .ports import ANY_VERSION, MetadataStore, Stat, TopicLedgers
+from .proto import require_complete
 from .proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
 from .proto.schema_storage_format_pb2 import SchemaLocator
 from .topics import TopicName, managed_ledger_path, schema_path
@@ -31,6 +32,7 @@ def parse(message: Message, data: bytes, where: str) -> None:
         message.ParseFromString(data)
     except ProtobufDecodeError as exc:
         raise DecodeError(f"{where}: corrupt {type(message).__name__}: {exc}") from exc
+    require_complete(message, where)
 
 
 class MetadataInUseLedgers:

@@ -14,8 +14,18 @@ SUBSCRIPTION = "ledger-deletion-worker"
 RETRY_SUFFIX = "-RETRY"
 
 _PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>\d+)$")
-# Pulsar's NamedEntity rule for tenants and namespaces.
-_NAME_PART = re.compile(r"^[-=:.\w]+$")
+# Pulsar's NamedEntity rule for tenants and namespaces (Java's \w is ASCII-only).
+_NAME_PART = re.compile(r"[-=:.\w]+", re.ASCII)
+_MAX_PARTITION = 2**31 - 1  # Java parses the suffix as an int; past that it is no partition
+
+
+def _valid_name_part(part: str) -> bool:
+    return _NAME_PART.fullmatch(part) is not None and part not in (".", "..")
+
+
+def _partition(local_name: str) -> re.Match[str] | None:
+    match = _PARTITION.match(local_name)
+    return match if match and int(match["index"]) <= _MAX_PARTITION else None
 
 
 def java_url_encode(text: str) -> str:
@@ -35,7 +45,7 @@ class NamespaceName:
     @classmethod
     def parse(cls, text: str) -> NamespaceName:
         parts = text.split("/")
-        if len(parts) != 2 or not all(_NAME_PART.match(p) for p in parts):
+        if len(parts) != 2 or not all(_valid_name_part(p) for p in parts):
             raise DecodeError(f"not a namespace name 'tenant/namespace': {text!r}")
         return cls(parts[0], parts[1])
 
@@ -91,13 +101,13 @@ class TopicName:
 
     @property
     def partition_index(self) -> int | None:
-        match = _PARTITION.match(self.local_name)
+        match = _partition(self.local_name)
         return int(match["index"]) if match else None
 
     @property
     def base(self) -> TopicName:
         """The partitioned topic this partition belongs to (itself when not a partition)."""
-        match = _PARTITION.match(self.local_name)
+        match = _partition(self.local_name)
         return TopicName(self.namespace, match["base"]) if match else self
 
     @property

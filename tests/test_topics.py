@@ -211,13 +211,6 @@ def test_parse_rejects_missing_parts(text: str) -> None:
         TopicName.parse(text)
 
 
-PATH_TRICK_BUG = (
-    "product bug: NamespaceName.parse accepts '.' and '..' as tenant or namespace "
-    "(deletion/topics.py _NAME_PART), so 't/../x' parses and yields the path "
-    "/managed-ledgers/t/../persistent/x"
-)
-
-
 @pytest.mark.parametrize(
     "text",
     [
@@ -226,24 +219,14 @@ PATH_TRICK_BUG = (
         "t/ns/a/b",
         "persistent://t/ns/a/b",
         "t/ns/../x",
-        pytest.param("t/../x", marks=pytest.mark.xfail(strict=True, reason=PATH_TRICK_BUG)),
-        pytest.param("../ns/x", marks=pytest.mark.xfail(strict=True, reason=PATH_TRICK_BUG)),
-        pytest.param("t/./x", marks=pytest.mark.xfail(strict=True, reason=PATH_TRICK_BUG)),
+        "t/../x",
+        "../ns/x",
+        "t/./x",
     ],
 )
 def test_parse_rejects_path_tricks(text: str) -> None:
     with pytest.raises(DecodeError):
         TopicName.parse(text)
-
-
-TRAILING_NEWLINE_BUG = (
-    "product bug: _NAME_PART uses re.match with '$', which also matches before a "
-    "trailing newline, so a tenant 't\\n' is accepted"
-)
-UNICODE_WORD_BUG = (
-    "product bug: _NAME_PART's \\w is Unicode in Python but ASCII in Pulsar's Java "
-    "NamedEntity pattern, so a tenant 'té' is accepted here and rejected by Pulsar"
-)
 
 
 @pytest.mark.parametrize(
@@ -254,9 +237,9 @@ UNICODE_WORD_BUG = (
         "t/n s/x",
         "t/ns#/x",
         "t%2F/ns/x",
-        pytest.param("t\n/ns/x", marks=pytest.mark.xfail(strict=True, reason=TRAILING_NEWLINE_BUG)),
-        pytest.param("t/ns\n/x", marks=pytest.mark.xfail(strict=True, reason=TRAILING_NEWLINE_BUG)),
-        pytest.param("té/ns/x", marks=pytest.mark.xfail(strict=True, reason=UNICODE_WORD_BUG)),
+        "t\n/ns/x",
+        "t/ns\n/x",
+        "té/ns/x",
     ],
 )
 def test_parse_rejects_bad_tenant_and_namespace_chars(text: str) -> None:

@@ -9,6 +9,7 @@ from google.protobuf.message import DecodeError as ProtobufDecodeError
 
 from ledger_janitor.errors import DecodeError
 
+from ..proto import require_complete
 from ..proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 
 INT_MAX = 2**31 - 1
@@ -64,6 +65,7 @@ def decode(data: bytes) -> LedgerMetadataFormat:
             raise DecodeError(f"unsupported BookKeeper metadata format version {version!r}")
     except (ProtobufDecodeError, text_format.ParseError, UnicodeDecodeError, IndexError) as exc:
         raise DecodeError(f"corrupt BookKeeper ledger metadata: {exc}") from exc
+    require_complete(metadata, "BookKeeper ledger metadata")
     return metadata
 
 

@@ -3,3 +3,18 @@
 Regenerate with `python -m grpc_tools.protoc -I deletion/proto --python_out=deletion/proto
 --mypy_out=deletion/proto deletion/proto/*.proto`; tests/test_proto_vectors.py checks they match.
 """
+
+from typing import Any
+
+from google.protobuf.message import Message
+
+from ledger_janitor.errors import DecodeError
+
+
+def require_complete(message: Message, where: str) -> None:
+    """Python's protobuf parses proto2 messages whose required fields are missing; Java's
+    refuses them. A LedgerInfo without its ledgerId must never read as ledger 0."""
+    if not message.IsInitialized():
+        untyped: Any = message  # the stubs lack FindInitializationErrors
+        missing = ", ".join(untyped.FindInitializationErrors())
+        raise DecodeError(f"{where}: {type(message).__name__} lacks required {missing}")

@@ -28,7 +28,9 @@ def _parent(path: str) -> str:
 
 
 def _check_path(path: str) -> None:
-    if not path.startswith("/") or (path != "/" and path.endswith("/")) or "//" in path:
+    segments = path.split("/")[1:]
+    bad = not path.startswith("/") or (path != "/" and not all(segments))
+    if bad or any(segment in (".", "..") for segment in segments):
         raise MetadataError(f"invalid metadata path {path!r}")
 
 

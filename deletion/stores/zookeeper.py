@@ -44,6 +44,8 @@ def _translated(path: str) -> Iterator[None]:
         ) from exc
     except KazooException as exc:
         raise MetadataError(f"ZooKeeper failed at {path}: {type(exc).__name__} {exc}") from exc
+    except ValueError as exc:  # kazoo's own path validation
+        raise MetadataError(f"invalid ZooKeeper path {path!r}: {exc}") from exc
 
 
 def _stat(zstat: Any) -> Stat:

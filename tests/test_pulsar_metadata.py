@@ -1,0 +1,215 @@
+"""MetadataInUseLedgers on real ZooKeeper and SQLite: Pulsar's layout, names and bad values."""
+
+from __future__ import annotations
+
+import pytest
+
+from deletion.decision import pulsar_custom_metadata
+from deletion.message import LedgerComponent
+from deletion.proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
+from deletion.pulsar_metadata import COMPRESSION_MAGIC, ManagedLedgerWriter, MetadataInUseLedgers
+from deletion.topics import NamespaceName, TopicName, managed_ledger_path, schema_path
+from ledger_janitor.errors import DecodeError
+from ledger_janitor.seeding import TopicSeeder
+
+from .harness.janitor import Backend
+
+NOW = 4242.5
+
+
+def in_use(backend: Backend) -> MetadataInUseLedgers:
+    return MetadataInUseLedgers(backend.metadata, clock=lambda: NOW)
+
+
+def seeder(backend: Backend) -> TopicSeeder:
+    return TopicSeeder(backend.metadata, backend.factory)
+
+
+def test_ledgers_cursor_and_schema_ledgers_are_found(
+    backend: Backend, namespace: NamespaceName
+) -> None:
+    seeded = seeder(backend).seed(TopicName(namespace, "orders"), ledgers=3, schema_versions=2)
+    found = in_use(backend).fetch(seeded.topic)
+    assert found.exists
+    assert found.topic == seeded.topic
+    assert found.fetched_at == NOW
+    assert found.ledger_ids == frozenset(seeded.referenced())
+    assert len(found.ledger_ids) == 3 + 1 + 2
+    assert found.largest == max(seeded.referenced())
+
+
+def test_every_cursor_counts(backend: Backend, namespace: NamespaceName) -> None:
+    topic = TopicName(namespace, "orders")
+    seeded = seeder(backend).seed(topic, ledgers=1)
+    writer = ManagedLedgerWriter(backend.metadata)
+    other = backend.factory.create_ledger(
+        pulsar_custom_metadata(topic, LedgerComponent.MANAGED_CURSOR)
+    )
+    writer.write_cursor(topic, "second-subscription", other)
+    found = in_use(backend).fetch(topic)
+    assert found.ledger_ids == frozenset({*seeded.referenced(), other})
+
+
+def test_a_name_that_needs_encoding_is_found_under_the_encoded_path(
+    backend: Backend, namespace: NamespaceName
+) -> None:
+    topic = TopicName(namespace, "a b:c%d")
+    seeded = seeder(backend).seed(topic, ledgers=2, schema_versions=1)
+    encoded = f"/managed-ledgers/{namespace}/persistent/a+b%3Ac%25d"
+    assert managed_ledger_path(topic) == encoded
+    assert backend.metadata.get(encoded) is not None
+    assert backend.metadata.get(f"/managed-ledgers/{namespace}/persistent/a b:c%d") is None
+    assert backend.metadata.get(f"/schemas/{namespace}/a+b%3Ac%25d") is not None
+    assert backend.metadata.get(f"/schemas/{namespace}/a b:c%d") is None
+    found = in_use(backend).fetch(topic)
+    assert found.exists
+    assert found.ledger_ids == frozenset(seeded.referenced())
+
+
+def test_metadata_under_the_raw_name_is_not_the_topics(
+    backend: Backend, namespace: NamespaceName
+) -> None:
+    topic = TopicName(namespace, "e f:g")
+    info = ManagedLedgerInfo()
+    info.ledgerInfo.add(ledgerId=99)
+    backend.metadata.create(
+        f"/managed-ledgers/{namespace}/persistent/e f:g", info.SerializeToString()
+    )
+    found = in_use(backend).fetch(topic)
+    assert not found.exists
+    assert found.ledger_ids == frozenset()
+
+
+def test_partitions_have_their_own_ledgers_but_share_the_schema(
+    backend: Backend, namespace: NamespaceName
+) -> None:
+    base = TopicName(namespace, "p q")
+    p0, p1 = TopicName(namespace, "p q-partition-0"), TopicName(namespace, "p q-partition-1")
+    seeded0 = seeder(backend).seed(p0, ledgers=2)
+    seeded1 = seeder(backend).seed(p1, ledgers=2)
+    schema = backend.factory.create_ledger(
+        pulsar_custom_metadata(base, LedgerComponent.SCHEMA_STORAGE)
+    )
+    ManagedLedgerWriter(backend.metadata).write_schema(base, [schema])
+    assert schema_path(p0) == schema_path(p1) == schema_path(base) == (f"/schemas/{namespace}/p+q")
+
+    found0, found1 = in_use(backend).fetch(p0), in_use(backend).fetch(p1)
+    assert found0.ledger_ids == frozenset({*seeded0.referenced(), schema})
+    assert found1.ledger_ids == frozenset({*seeded1.referenced(), schema})
+    assert not found0.ledger_ids & set(seeded1.referenced())
+
+    # The partitioned topic itself has no managed ledger, only the schema.
+    found_base = in_use(backend).fetch(base)
+    assert not found_base.exists
+    assert found_base.ledger_ids == frozenset({schema})
+
+
+def test_every_schema_version_counts(backend: Backend, namespace: NamespaceName) -> None:
+    seeded = seeder(backend).seed(TopicName(namespace, "s"), ledgers=1, schema_versions=3)
+    found = in_use(backend).fetch(seeded.topic)
+    assert set(seeded.schema_ledgers) <= found.ledger_ids
+    assert len(seeded.schema_ledgers) == 3
+
+
+def test_absent_topic_does_not_exist(backend: Backend, namespace: NamespaceName) -> None:
+    seeder(backend).seed(TopicName(namespace, "present"), ledgers=1)
+    found = in_use(backend).fetch(TopicName(namespace, "absent"))
+    assert not found.exists
+    assert found.ledger_ids == frozenset()
+    assert found.largest is None
+
+
+def test_cursor_without_a_ledger_contributes_nothing(
+    backend: Backend, namespace: NamespaceName
+) -> None:
+    topic = TopicName(namespace, "orders")
+    seeded = seeder(backend).seed(topic, ledgers=1)
+    ManagedLedgerWriter(backend.metadata).write_cursor(topic, "no-ledger", -1)
+    node = backend.metadata.get(f"{managed_ledger_path(topic)}/no-ledger")
+    assert node is not None
+    assert ManagedCursorInfo.FromString(node.data).cursorsLedgerId == -1
+    found = in_use(backend).fetch(topic)
+    assert found.ledger_ids == frozenset(seeded.referenced())
+    assert -1 not in found.ledger_ids
+
+
+def _corrupt_variants(valid: bytes) -> list[bytes]:
+    return [
+        b"\xff\xff\xff",  # wire type 7 does not exist
+        b"\x00",  # field number 0 does not exist
+        valid[:-1],  # truncated
+        b"\x0a\x10\x08\x01",  # length beyond the end
+    ]
+
+
+@pytest.mark.parametrize("variant", range(4))
+def test_corrupt_managed_ledger_info_is_a_decode_error(
+    backend: Backend, namespace: NamespaceName, variant: int
+) -> None:
+    seeded = seeder(backend).seed(TopicName(namespace, "orders"), ledgers=2)
+    path = managed_ledger_path(seeded.topic)
+    node = backend.metadata.get(path)
+    assert node is not None
+    backend.metadata.set(path, _corrupt_variants(node.data)[variant])
+    with pytest.raises(DecodeError):
+        in_use(backend).fetch(seeded.topic)
+
+
+@pytest.mark.parametrize("variant", range(4))
+def test_corrupt_cursor_info_is_a_decode_error(
+    backend: Backend, namespace: NamespaceName, variant: int
+) -> None:
+    seeded = seeder(backend).seed(TopicName(namespace, "orders"), ledgers=1)
+    path = f"{managed_ledger_path(seeded.topic)}/sub"
+    node = backend.metadata.get(path)
+    assert node is not None
+    backend.metadata.set(path, _corrupt_variants(node.data)[variant])
+    with pytest.raises(DecodeError):
+        in_use(backend).fetch(seeded.topic)
+
+
+@pytest.mark.parametrize("variant", range(4))
+def test_corrupt_schema_locator_is_a_decode_error(
+    backend: Backend, namespace: NamespaceName, variant: int
+) -> None:
+    seeded = seeder(backend).seed(TopicName(namespace, "orders"), ledgers=1, schema_versions=1)
+    path = schema_path(seeded.topic)
+    node = backend.metadata.get(path)
+    assert node is not None
+    backend.metadata.set(path, _corrupt_variants(node.data)[variant])
+    with pytest.raises(DecodeError):
+        in_use(backend).fetch(seeded.topic)
+
+
+@pytest.mark.parametrize("where", ["managed-ledger", "cursor", "schema"])
+def test_compressed_values_are_a_decode_error(
+    backend: Backend, namespace: NamespaceName, where: str
+) -> None:
+    seeded = seeder(backend).seed(TopicName(namespace, "orders"), ledgers=1, schema_versions=1)
+    path = {
+        "managed-ledger": managed_ledger_path(seeded.topic),
+        "cursor": f"{managed_ledger_path(seeded.topic)}/sub",
+        "schema": schema_path(seeded.topic),
+    }[where]
+    node = backend.metadata.get(path)
+    assert node is not None
+    assert COMPRESSION_MAGIC == b"\x47\x78"
+    backend.metadata.set(path, COMPRESSION_MAGIC + node.data)
+    with pytest.raises(DecodeError, match="compress"):
+        in_use(backend).fetch(seeded.topic)
+
+
+@pytest.mark.parametrize("where", ["managed-ledger", "cursor"])
+def test_values_missing_required_fields_are_a_decode_error(
+    backend: Backend, namespace: NamespaceName, where: str
+) -> None:
+    seeded = seeder(backend).seed(TopicName(namespace, "orders"), ledgers=2)
+    if where == "managed-ledger":
+        # ledgerInfo { entries: 5 } -- the required ledgerId is missing.
+        path, value = managed_ledger_path(seeded.topic), bytes.fromhex("0a021005")
+    else:
+        # ManagedCursorInfo { lastActive: 1 } -- the required cursorsLedgerId is missing.
+        path, value = f"{managed_ledger_path(seeded.topic)}/sub", bytes.fromhex("3001")
+    backend.metadata.set(path, value)
+    with pytest.raises(DecodeError):
+        in_use(backend).fetch(seeded.topic)

@@ -1,0 +1,311 @@
+"""The MetadataStore and LedgerStorage contracts, against real ZooKeeper and real SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from config import parse_store_url
+from deletion.ledgers import bookkeeper_metadata as bk
+from deletion.ledgers.sqlite import SqliteLedgerStorage
+from deletion.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+from deletion.stores.zookeeper import ZooKeeperMetadataStore
+from ledger_janitor.embedded import free_port
+from ledger_janitor.errors import (
+    DecodeError,
+    MetadataError,
+    TransientMetadataError,
+    VersionConflictError,
+)
+
+from .harness.janitor import Backend, ZkLedgerFactory, zookeeper_backend
+from .harness.zookeeper import ZooKeeperServer
+
+BINARY = bytes(range(256)) + b"\x00\x00"
+
+# --- MetadataStore ---------------------------------------------------------------------------
+
+
+def test_get_missing_is_none(backend: Backend) -> None:
+    assert backend.metadata.get("/no/such/node") is None
+
+
+def test_create_then_get_returns_the_bytes(backend: Backend) -> None:
+    stat = backend.metadata.create("/a", BINARY)
+    node = backend.metadata.get("/a")
+    assert node is not None
+    assert node.data == BINARY
+    assert stat.version == 0
+    assert node.stat == stat
+
+
+def test_create_makes_parents(backend: Backend) -> None:
+    backend.metadata.create("/p/q/r", b"leaf")
+    for parent in ("/p", "/p/q"):
+        node = backend.metadata.get(parent)
+        assert node is not None
+        assert node.data == b""
+    assert backend.metadata.children("/p") == ["q"]
+    assert backend.metadata.children("/p/q") == ["r"]
+
+
+def test_create_existing_is_a_version_conflict(backend: Backend) -> None:
+    backend.metadata.create("/a", b"first")
+    with pytest.raises(VersionConflictError):
+        backend.metadata.create("/a", b"second")
+    node = backend.metadata.get("/a")
+    assert node is not None
+    assert node.data == b"first"
+
+
+def test_set_with_the_right_version(backend: Backend) -> None:
+    created = backend.metadata.create("/a", b"v0")
+    stat = backend.metadata.set("/a", b"v1", created.version)
+    node = backend.metadata.get("/a")
+    assert node is not None
+    assert (node.data, node.stat.version) == (b"v1", stat.version)
+    assert stat.version == created.version + 1
+
+
+def test_set_with_a_wrong_version_changes_nothing(backend: Backend) -> None:
+    backend.metadata.create("/a", b"v0")
+    backend.metadata.set("/a", b"v1", 0)
+    with pytest.raises(VersionConflictError):
+        backend.metadata.set("/a", b"lost update", 0)
+    node = backend.metadata.get("/a")
+    assert node is not None
+    assert (node.data, node.stat.version) == (b"v1", 1)
+
+
+def test_set_of_a_missing_node_is_a_version_conflict(backend: Backend) -> None:
+    with pytest.raises(VersionConflictError):
+        backend.metadata.set("/missing", b"x")
+    assert backend.metadata.get("/missing") is None
+
+
+def test_versions_increase_and_any_version_always_writes(backend: Backend) -> None:
+    versions = [backend.metadata.create("/a", b"0").version]
+    for i in range(1, 4):
+        versions.append(backend.metadata.set("/a", str(i).encode()).version)
+    assert versions == [0, 1, 2, 3]
+    node = backend.metadata.get("/a")
+    assert node is not None
+    assert (node.data, node.stat.version) == (b"3", 3)
+
+
+def test_ctime_is_stable_across_set(backend: Backend) -> None:
+    created = backend.metadata.create("/a", b"v0")
+    backend.metadata.set("/a", b"v1")
+    updated = backend.metadata.set("/a", b"v2")
+    node = backend.metadata.get("/a")
+    assert node is not None
+    assert created.ctime_ms > 0
+    assert updated.ctime_ms == created.ctime_ms
+    assert node.stat.ctime_ms == created.ctime_ms
+    assert node.stat.mtime_ms >= node.stat.ctime_ms
+
+
+def test_children_are_sorted_and_empty_for_missing(backend: Backend) -> None:
+    for name in ["b", "a b", "C", "a-1", "a", "%2F", "é"]:
+        backend.metadata.create(f"/dir/{name}", b"")
+    backend.metadata.create("/dir/a/grandchild", b"")
+    assert backend.metadata.children("/dir") == sorted(["b", "a b", "C", "a-1", "a", "%2F", "é"])
+    assert backend.metadata.children("/dir/b") == []
+    assert backend.metadata.children("/nowhere") == []
+
+
+def test_delete_returns_true_then_false(backend: Backend) -> None:
+    backend.metadata.create("/a", b"")
+    assert backend.metadata.delete("/a") is True
+    assert backend.metadata.get("/a") is None
+    assert backend.metadata.delete("/a") is False
+    assert backend.metadata.delete("/never/existed") is False
+
+
+def test_delete_with_the_right_version(backend: Backend) -> None:
+    backend.metadata.create("/a", b"")
+    stat = backend.metadata.set("/a", b"x")
+    assert backend.metadata.delete("/a", stat.version) is True
+    assert backend.metadata.get("/a") is None
+
+
+def test_delete_with_a_wrong_version_is_a_conflict(backend: Backend) -> None:
+    backend.metadata.create("/a", b"")
+    backend.metadata.set("/a", b"x")
+    with pytest.raises(VersionConflictError):
+        backend.metadata.delete("/a", 0)
+    assert backend.metadata.get("/a") is not None
+
+
+def test_delete_with_children_is_a_metadata_error(backend: Backend) -> None:
+    backend.metadata.create("/a/child", b"")
+    with pytest.raises(MetadataError) as info:
+        backend.metadata.delete("/a")
+    assert not isinstance(info.value, VersionConflictError)
+    assert backend.metadata.get("/a") is not None
+    assert backend.metadata.children("/a") == ["child"]
+
+
+def test_recreate_after_delete_starts_at_version_zero(backend: Backend) -> None:
+    backend.metadata.create("/a", b"")
+    backend.metadata.set("/a", b"x")
+    backend.metadata.delete("/a")
+    assert backend.metadata.create("/a", b"again").version == 0
+
+
+@pytest.mark.parametrize("path", ["/a/../b", "/a/./b"])
+def test_relative_path_segments_are_a_metadata_error(backend: Backend, path: str) -> None:
+    with pytest.raises(MetadataError):
+        backend.metadata.get(path)
+
+
+# --- LedgerStorage ---------------------------------------------------------------------------
+
+CUSTOM = {
+    "application": b"pulsar",
+    "component": b"managed-ledger",
+    "pulsar/managed-ledger": b"t/ns/persistent/a+b",
+    "binary": b"\x00\xff",
+}
+
+
+def _bump_version(backend: Backend, ledger_id: int) -> None:
+    """Change the ledger's metadata version, as a concurrent close or recovery would."""
+    if isinstance(backend.factory, SqliteLedgerStorage):
+        backend.factory.close_ledger(ledger_id)
+    else:
+        path = bk.ledger_path(ledger_id)
+        node = backend.metadata.get(path)
+        assert node is not None
+        backend.metadata.set(path, node.data, node.stat.version)
+
+
+def test_ledger_returns_custom_metadata_and_ctime(backend: Backend) -> None:
+    ledger_id = backend.factory.create_ledger(CUSTOM)
+    record = backend.ledgers.ledger(ledger_id)
+    assert record is not None
+    assert record.ledger_id == ledger_id
+    assert dict(record.custom_metadata) == CUSTOM
+    assert isinstance(record.ctime_ms, int)
+    assert record.ctime_ms > 0
+    assert record.version >= 0
+
+
+def test_ledger_ids_grow(backend: Backend) -> None:
+    first = backend.factory.create_ledger({})
+    second = backend.factory.create_ledger({})
+    assert second > first
+    record = backend.ledgers.ledger(second)
+    assert record is not None
+    assert dict(record.custom_metadata) == {}
+
+
+def test_unknown_ledger_is_none(backend: Backend) -> None:
+    known = backend.factory.create_ledger(CUSTOM)
+    assert backend.ledgers.ledger(known + 1000) is None
+
+
+def test_delete_ledger_is_idempotent(backend: Backend) -> None:
+    ledger_id = backend.factory.create_ledger(CUSTOM)
+    other = backend.factory.create_ledger(CUSTOM)
+    assert backend.ledgers.delete_ledger(ledger_id) is True
+    assert backend.ledgers.ledger(ledger_id) is None
+    assert backend.ledgers.delete_ledger(ledger_id) is False
+    assert backend.ledgers.ledger(other) is not None
+
+
+def test_versioned_delete_with_a_stale_version_is_a_conflict(backend: Backend) -> None:
+    ledger_id = backend.factory.create_ledger(CUSTOM)
+    seen = backend.ledgers.ledger(ledger_id)
+    assert seen is not None
+    _bump_version(backend, ledger_id)
+    with pytest.raises(VersionConflictError):
+        backend.ledgers.delete_ledger(ledger_id, seen.version)
+    current = backend.ledgers.ledger(ledger_id)
+    assert current is not None
+    assert current.version > seen.version
+    assert backend.ledgers.delete_ledger(ledger_id, current.version) is True
+    assert backend.ledgers.ledger(ledger_id) is None
+
+
+def test_versioned_delete_of_a_gone_ledger_is_false(backend: Backend) -> None:
+    ledger_id = backend.factory.create_ledger(CUSTOM)
+    seen = backend.ledgers.ledger(ledger_id)
+    assert seen is not None
+    assert backend.ledgers.delete_ledger(ledger_id) is True
+    assert backend.ledgers.delete_ledger(ledger_id, seen.version) is False
+
+
+# --- ZooKeeper only --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def zk(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[Backend]:
+    backend = zookeeper_backend(zookeeper.hosts, chroot)
+    yield backend
+    backend.ledgers.close()  # closes the shared store too
+
+
+def test_large_ledger_ids_on_zookeeper(zk: Backend) -> None:
+    ledger_id = ZkLedgerFactory(zk.metadata, first_id=2**40).create_ledger(CUSTOM)
+    assert ledger_id == 2**40
+    assert zk.metadata.get("/ledgers/000/0001/0995/1162/L7776") is not None
+    record = zk.ledgers.ledger(ledger_id)
+    assert record is not None
+    assert dict(record.custom_metadata) == CUSTOM
+    assert zk.ledgers.delete_ledger(ledger_id, record.version) is True
+    assert zk.ledgers.ledger(ledger_id) is None
+    assert zk.ledgers.delete_ledger(ledger_id) is False
+
+
+def test_ledger_ids_around_integer_max_on_zookeeper(zk: Backend) -> None:
+    factory = ZkLedgerFactory(zk.metadata, first_id=2**31 - 2)
+    ids = [factory.create_ledger({"n": bytes([i])}) for i in range(3)]
+    assert ids == [2**31 - 2, 2**31 - 1, 2**31]
+    assert zk.metadata.children("/ledgers") == ["000", "21"]
+    assert zk.metadata.get("/ledgers/21/4748/L3646") is not None
+    assert zk.metadata.get("/ledgers/000/0000/0021/4748/L3647") is not None
+    assert zk.metadata.get("/ledgers/000/0000/0021/4748/L3648") is not None
+    for i, ledger_id in enumerate(ids):
+        record = zk.ledgers.ledger(ledger_id)
+        assert record is not None
+        assert dict(record.custom_metadata) == {"n": bytes([i])}
+        assert zk.ledgers.delete_ledger(ledger_id) is True
+        assert zk.ledgers.ledger(ledger_id) is None
+
+
+def test_zookeeper_ledger_ctime_and_version_come_from_the_znode(zk: Backend) -> None:
+    ledger_id = zk.factory.create_ledger(CUSTOM)
+    node = zk.metadata.get(bk.ledger_path(ledger_id))
+    record = zk.ledgers.ledger(ledger_id)
+    assert node is not None
+    assert record is not None
+    assert record.ctime_ms == node.stat.ctime_ms
+    assert record.version == node.stat.version
+
+
+def test_zookeeper_ledger_ctime_prefers_a_stored_ctime(zk: Backend) -> None:
+    metadata = LedgerMetadataFormat(quorumSize=1, ensembleSize=1, length=0, ctime=12345)
+    zk.metadata.create(bk.ledger_path(77), bk.encode_v3(metadata))
+    record = zk.ledgers.ledger(77)
+    assert record is not None
+    assert record.ctime_ms == 12345
+
+
+def test_zookeeper_corrupt_ledger_metadata_is_a_decode_error(zk: Backend) -> None:
+    zk.metadata.create(bk.ledger_path(78), b"BookieMetadataFormatVersion\t3\n\x05\xff")
+    with pytest.raises(DecodeError):
+        zk.ledgers.ledger(78)
+
+
+def test_zookeeper_store_on_a_dead_port_is_transient() -> None:
+    url = parse_store_url(f"zk:127.0.0.1:{free_port()}")
+    with pytest.raises(TransientMetadataError):
+        ZooKeeperMetadataStore.connect(url, timeout=1.0)
+
+
+def test_zookeeper_store_with_chroot_on_a_dead_port_is_transient() -> None:
+    url = parse_store_url(f"zk:127.0.0.1:{free_port()}/some/chroot")
+    with pytest.raises(TransientMetadataError):
+        ZooKeeperMetadataStore.connect(url, timeout=1.0)
