@@ -6,8 +6,9 @@ import pytest
 
 from deletion.decision import pulsar_custom_metadata
 from deletion.message import LedgerComponent
+from deletion.metadata_codec import MAGIC as COMPRESSION_MAGIC
 from deletion.proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
-from deletion.pulsar_metadata import COMPRESSION_MAGIC, ManagedLedgerWriter, MetadataInUseLedgers
+from deletion.pulsar_metadata import ManagedLedgerWriter, MetadataInUseLedgers
 from deletion.topics import NamespaceName, TopicName, managed_ledger_path, schema_path
 from ledger_janitor.errors import DecodeError
 from ledger_janitor.seeding import TopicSeeder
@@ -182,7 +183,7 @@ def test_corrupt_schema_locator_is_a_decode_error(
 
 
 @pytest.mark.parametrize("where", ["managed-ledger", "cursor", "schema"])
-def test_compressed_values_are_a_decode_error(
+def test_values_with_a_lying_compression_header_are_a_decode_error(
     backend: Backend, namespace: NamespaceName, where: str
 ) -> None:
     seeded = seeder(backend).seed(TopicName(namespace, "orders"), ledgers=1, schema_versions=1)

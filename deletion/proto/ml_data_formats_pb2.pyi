@@ -9,6 +9,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -19,6 +20,30 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _CompressionType:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _CompressionTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CompressionType.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    NONE: _CompressionType.ValueType  # 0
+    LZ4: _CompressionType.ValueType  # 1
+    ZLIB: _CompressionType.ValueType  # 2
+    ZSTD: _CompressionType.ValueType  # 3
+    SNAPPY: _CompressionType.ValueType  # 4
+
+class CompressionType(_CompressionType, metaclass=_CompressionTypeEnumTypeWrapper):
+    """The header Pulsar may put in front of a ManagedLedgerInfo or ManagedCursorInfo:
+    [0x4778 (2 bytes)][metadata size (4 bytes, big-endian)][metadata][compressed payload].
+    """
+
+NONE: CompressionType.ValueType  # 0
+LZ4: CompressionType.ValueType  # 1
+ZLIB: CompressionType.ValueType  # 2
+ZSTD: CompressionType.ValueType  # 3
+SNAPPY: CompressionType.ValueType  # 4
+Global___CompressionType: _TypeAlias = CompressionType  # noqa: Y015
 
 @_typing.final
 class KeyValue(_message.Message):
@@ -423,3 +448,47 @@ class ManagedCursorInfo(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ManagedCursorInfo: _TypeAlias = ManagedCursorInfo  # noqa: Y015
+
+@_typing.final
+class ManagedLedgerInfoMetadata(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COMPRESSIONTYPE_FIELD_NUMBER: _builtins.int
+    UNCOMPRESSEDSIZE_FIELD_NUMBER: _builtins.int
+    compressionType: Global___CompressionType.ValueType
+    uncompressedSize: _builtins.int
+    def __init__(
+        self,
+        *,
+        compressionType: Global___CompressionType.ValueType | None = ...,
+        uncompressedSize: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["compressionType", b"compressionType", "uncompressedSize", b"uncompressedSize"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["compressionType", b"compressionType", "uncompressedSize", b"uncompressedSize"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ManagedLedgerInfoMetadata: _TypeAlias = ManagedLedgerInfoMetadata  # noqa: Y015
+
+@_typing.final
+class ManagedCursorInfoMetadata(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COMPRESSIONTYPE_FIELD_NUMBER: _builtins.int
+    UNCOMPRESSEDSIZE_FIELD_NUMBER: _builtins.int
+    compressionType: Global___CompressionType.ValueType
+    uncompressedSize: _builtins.int
+    def __init__(
+        self,
+        *,
+        compressionType: Global___CompressionType.ValueType | None = ...,
+        uncompressedSize: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["compressionType", b"compressionType", "uncompressedSize", b"uncompressedSize"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["compressionType", b"compressionType", "uncompressedSize", b"uncompressedSize"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ManagedCursorInfoMetadata: _TypeAlias = ManagedCursorInfoMetadata  # noqa: Y015

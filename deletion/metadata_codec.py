@@ -1,0 +1,94 @@
+"""Pulsar's optional compression header on managed-ledger and cursor metadata.
+
+`[0x4778][int32 size][Managed{Ledger,Cursor}InfoMetadata][payload compressed with Pulsar's
+codec]` (MetaStoreImpl.compressManagedInfo). A raw protobuf never starts with 0x47, whose
+wire type 7 does not exist, so the magic cannot be mistaken for a plain value.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import cramjam
+import lz4.block
+import zstandard
+
+from ledger_janitor.errors import DecodeError
+
+from .proto import require_complete
+from .proto.ml_data_formats_pb2 import CompressionType, ManagedLedgerInfoMetadata
+
+MAGIC = b"\x47\x78"
+_HEADER = struct.Struct(">2si")
+# Metadata values live in znodes of about 1 MB; this bounds what a hostile value may expand to.
+MAX_UNCOMPRESSED = 64 * 1024 * 1024
+
+
+def is_wrapped(data: bytes) -> bool:
+    return data.startswith(MAGIC)
+
+
+def wrap(payload: bytes, compression: CompressionType.ValueType) -> bytes:
+    """Compress as Pulsar's broker does with managedLedgerInfoCompressionType et al."""
+    if compression == CompressionType.NONE:
+        return payload
+    metadata = ManagedLedgerInfoMetadata(compressionType=compression, uncompressedSize=len(payload))
+    header = metadata.SerializeToString()
+    return _HEADER.pack(MAGIC, len(header)) + header + _compress(payload, compression)
+
+
+def unwrap(data: bytes, where: str) -> bytes:
+    """The plain protobuf payload of a metadata value, compressed or not."""
+    if not is_wrapped(data):
+        return data
+    if len(data) < _HEADER.size:
+        raise DecodeError(f"{where}: truncated compression header")
+    _, size = _HEADER.unpack_from(data)
+    if not 0 <= size <= len(data) - _HEADER.size:
+        raise DecodeError(f"{where}: compression header claims {size} metadata bytes")
+    metadata = ManagedLedgerInfoMetadata()
+    try:
+        metadata.ParseFromString(data[_HEADER.size : _HEADER.size + size])
+    except Exception as exc:
+        raise DecodeError(f"{where}: corrupt compression metadata: {exc}") from exc
+    require_complete(metadata, where)
+    expected = metadata.uncompressedSize
+    if not 0 <= expected <= MAX_UNCOMPRESSED:
+        raise DecodeError(f"{where}: implausible uncompressed size {expected}")
+    payload = _decompress(data[_HEADER.size + size :], metadata.compressionType, expected, where)
+    if len(payload) != expected:
+        raise DecodeError(f"{where}: decompressed {len(payload)} bytes, header says {expected}")
+    return payload
+
+
+def _compress(payload: bytes, compression: CompressionType.ValueType) -> bytes:
+    if compression == CompressionType.LZ4:
+        return bytes(lz4.block.compress(payload, store_size=False))
+    if compression == CompressionType.ZLIB:
+        return zlib.compress(payload)
+    if compression == CompressionType.ZSTD:
+        return bytes(zstandard.ZstdCompressor().compress(payload))
+    if compression == CompressionType.SNAPPY:
+        return bytes(cramjam.snappy.compress_raw(payload))
+    raise DecodeError(f"unknown compression type {compression}")
+
+
+def _decompress(
+    body: bytes, compression: CompressionType.ValueType, size: int, where: str
+) -> bytes:
+    try:
+        if compression == CompressionType.NONE:
+            return body
+        if compression == CompressionType.LZ4:  # a raw block: Pulsar stores no frame
+            return bytes(lz4.block.decompress(body, uncompressed_size=size))
+        if compression == CompressionType.ZLIB:
+            # One byte past the expected size is enough to detect a lying header.
+            return zlib.decompressobj().decompress(body, size + 1)
+        if compression == CompressionType.ZSTD:
+            return bytes(zstandard.ZstdDecompressor().decompress(body, max_output_size=size))
+        if compression == CompressionType.SNAPPY:  # raw Snappy: output at most ~21x the input
+            return bytes(cramjam.snappy.decompress_raw(body))
+    except Exception as exc:
+        raise DecodeError(f"{where}: {CompressionType.Name(compression)} payload: {exc}") from exc
+    raise DecodeError(f"{where}: unknown compression type {compression}")
