@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from concurrent.futures import Future
 from datetime import timedelta
@@ -35,12 +34,13 @@ _TRANSIENT_EXCEPTIONS = (
 
 
 def connect(config: ServiceConfiguration, log_file: Path | None = None) -> pulsar.Client:
-    """A client logging through Python's logging, or at WARN into `log_file` if given.
+    """A client whose own (C++) log says warnings and errors only: on the console, or in
+    `log_file` if given.
 
-    The C++ client falls back to DEBUG on stdout whenever the Python logger cannot take
-    the GIL (as while a consumer closes), so short-lived tools log to a file instead.
+    Not through Python's logging: whenever that logger cannot take the GIL, the C++ client
+    falls back to logging everything down to DEBUG on stdout.
     """
-    logger: Any = logging.getLogger("pulsar")
+    logger: Any = pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)
     if log_file is not None:
         logger = pulsar.FileLogger(pulsar.LoggerLevel.Warn, str(log_file))
     authentication = None

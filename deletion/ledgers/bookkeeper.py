@@ -5,6 +5,8 @@ That is all the Java client's deleteLedger does; bookies garbage-collect the ent
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ..ports import ANY_VERSION, LedgerRecord, MetadataStore
 from . import bookkeeper_metadata as formats
 
@@ -27,6 +29,23 @@ class BookKeeperLedgerStorage:
             ctime_ms=ctime,
             version=node.stat.version,
         )
+
+    def ledger_ids(self) -> Iterator[int]:
+        """Every ledger in the hierarchical tree, skipping BookKeeper's own znodes."""
+        buckets = [
+            name for name in self._store.children(self._root) if not formats.is_reserved(name)
+        ]
+        stack = [f"{self._root}/{name}" for name in reversed(buckets)]
+        while stack:
+            path = stack.pop()
+            relative = path[len(self._root) :]
+            ledger_id = formats.ledger_id_of(relative)
+            if ledger_id is not None:
+                yield ledger_id
+                continue
+            if relative.count("/") < 5:
+                children = self._store.children(path)
+                stack.extend(f"{path}/{child}" for child in reversed(children))
 
     def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
         return self._store.delete(formats.ledger_path(ledger_id, self._root), expected_version)

@@ -37,6 +37,18 @@ def is_reserved(name: str) -> bool:
     return name in RESERVED_NODES or name.startswith("idgen")
 
 
+def ledger_id_of(relative_path: str) -> int | None:
+    """The id a hierarchical path below the root names, or None if it names no ledger."""
+    parts = relative_path.strip("/").split("/")
+    if len(parts) not in (3, 5) or not parts[-1].startswith(LEDGER_NODE_PREFIX):
+        return None
+    digits = "".join(parts[:-1]) + parts[-1][len(LEDGER_NODE_PREFIX) :]
+    widths = (2, 4, 4) if len(parts) == 3 else (3, 4, 4, 4, 4)
+    if not digits.isdigit() or [len(p) for p in parts[:-1]] + [len(parts[-1]) - 1] != list(widths):
+        return None
+    return int(digits)
+
+
 def encode_v3(metadata: LedgerMetadataFormat) -> bytes:
     body = metadata.SerializeToString()
     length: bytes = _VarintBytes(len(body))
