@@ -10,7 +10,8 @@ from typing import Any, Final
 
 import javaproperties
 
-from config.settings import SPECS, FieldSpec, ServiceConfiguration, unknown_key_message
+from config.fields import FieldSpec, unknown_key_message
+from config.settings import SPECS, ServiceConfiguration
 from ledger_janitor.errors import ConfigurationError
 
 ENV_PREFIX: Final = "LEDGER_JANITOR_"

@@ -1,0 +1,140 @@
+"""How one setting is described, checked and reported: the machinery behind ServiceConfiguration."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeVar
+
+from config.urls import STORE_URL_FORMS, check_store_url
+
+Kind = Literal["bool", "int", "str", "enum", "namespaces", "store", "url"]
+_T = TypeVar("_T")
+
+_BOOLS: Final = dict.fromkeys(("true", "yes", "on", "1"), True) | dict.fromkeys(
+    ("false", "no", "off", "0"), False
+)
+# Plain decimal only: int() would also take "1_000" and non-ASCII digits, which Pulsar rejects.
+_INT: Final = re.compile(r"[+-]?[0-9]+")
+# Pulsar's own rule for tenant and namespace names.
+_NAME_PART: Final = re.compile(r"[-=:.\w]+", re.ASCII)
+COMPRESSION_TYPES: Final = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """What the loader and `config show` need to know about one setting."""
+
+    key: str
+    kind: Kind
+    default: object
+    doc: str
+    minimum: int | None = None
+    choices: tuple[str, ...] = ()
+    schemes: tuple[str, ...] = ()
+    optional: bool = False  # an empty string means "not set" rather than "invalid"
+    secret: bool = False
+    name: str = ""  # the attribute; filled in from the dataclass field below
+
+    @property
+    def expected(self) -> str:
+        """The accepted values, phrased to follow 'expected'."""
+        text = {
+            "bool": "a boolean (true/false, yes/no, on/off, 1/0)",
+            "int": "an integer" + ("" if self.minimum is None else f" >= {self.minimum}"),
+            "str": "a string",
+            "enum": "one of " + ", ".join(self.choices) + " (any case)",
+            "namespaces": "a comma-separated list of tenant/namespace",
+            "store": STORE_URL_FORMS,
+            "url": "a URL starting with " + " or ".join(self.schemes),
+        }[self.kind]
+        return text + (" or empty" if self.optional else "")
+
+    def coerce(self, raw: object) -> object:
+        """Return the canonical value of `raw` (text or a native value); ValueError if unfit."""
+        value = raw.strip() if isinstance(raw, str) else raw
+        if self.optional and value == "":
+            return value
+        if self.kind == "bool":
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.lower() in _BOOLS:
+                return _BOOLS[value.lower()]
+        elif self.kind == "int":
+            if isinstance(value, str) and _INT.fullmatch(value):
+                value = int(value)
+            # bool is an int subclass, but True as a thread count is always a mistake.
+            if (
+                isinstance(value, int)
+                and not isinstance(value, bool)
+                and (self.minimum is None or value >= self.minimum)
+            ):
+                return value
+        elif self.kind == "enum":
+            if isinstance(value, str) and value.upper() in self.choices:
+                return value.upper()
+        elif self.kind == "namespaces":
+            return _namespaces(value, self.expected)
+        elif isinstance(value, str):
+            if self.kind == "str":
+                return value
+            if self.kind == "url" and any(
+                value.startswith(s) and len(value) > len(s) for s in self.schemes
+            ):
+                return value
+            if self.kind == "store":
+                try:
+                    check_store_url(value)
+                except ValueError as exc:
+                    raise ValueError(f"expected {self.expected} ({exc})") from None
+                return value
+        raise ValueError(f"expected {self.expected}")
+
+    def bad_value(self, raw: object, source: str | None, problem: str) -> str:
+        """One error line naming the key, the value, where it came from and what was expected."""
+        shown = "***" if self.secret and raw else raw
+        origin = f" (from {source})" if source else ""
+        return f"{self.key}={shown!r}{origin}: {problem}"
+
+
+def _namespaces(value: object, expected: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        items: list[object] = [p.strip() for p in value.split(",")] if value else []
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        raise ValueError(f"expected {expected}")
+    for item in items:
+        tenant, _, namespace = item.partition("/") if isinstance(item, str) else ("", "", "")
+        if not (_name_part(tenant) and _name_part(namespace)):
+            raise ValueError(f"expected {expected}; {item!r} is not tenant/namespace")
+    return tuple(str(item) for item in items)
+
+
+def _name_part(text: str) -> bool:
+    return _NAME_PART.fullmatch(text) is not None and text not in (".", "..")
+
+
+def setting(default: _T, key: str, kind: Kind, doc: str, **extra: Any) -> _T:
+    spec = FieldSpec(key=key, kind=kind, default=default, doc=doc, **extra)
+    # Secrets stay out of repr() so that logging a configuration cannot leak them.
+    return field(default=default, repr=not spec.secret, metadata={"spec": spec})
+
+
+def unknown_key_message(name: str, source: str, known: Sequence[str], prefix: str = "") -> str:
+    """Name the unknown key, its source and the nearest known key, ignoring case and `_`."""
+
+    # The shared prefix (LEDGER_JANITOR_) is dropped, or it makes every candidate look close.
+    def squash(text: str) -> str:
+        return text.removeprefix(prefix).lower().replace("_", "").replace("-", "")
+
+    by_squashed = {squash(k): k for k in known}
+    wanted = squash(name)
+    nearest = difflib.get_close_matches(wanted, list(by_squashed), n=1, cutoff=0.6)
+    # A truncated name scores low on similarity but is unambiguous if only one key contains it.
+    containing = [k for k in by_squashed if wanted and wanted in k]
+    nearest = nearest or (containing if len(containing) == 1 else [])
+    hint = f"did you mean {by_squashed[nearest[0]]!r}?" if nearest else "no similar key exists"
+    return f"unknown key {name!r} (from {source}); {hint}"
