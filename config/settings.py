@@ -132,6 +132,61 @@ class ServiceConfiguration:
         schemes=("http://", "https://"),
         optional=True,
     )
+    in_use_ledgers_source: str = _setting(
+        "METADATA",
+        "inUseLedgersSource",
+        "enum",
+        "Where in-use ledgers are read: METADATA (the store) or ADMIN (webServiceUrl's "
+        "internalStats).",
+        choices=("METADATA", "ADMIN"),
+    )
+    tls_trust_certs_file_path: str = _setting(
+        "", "tlsTrustCertsFilePath", "str", "CA file trusted for https:// admin URLs."
+    )
+    tls_allow_insecure_connection: bool = _setting(
+        False,
+        "tlsAllowInsecureConnection",
+        "bool",
+        "Accept any TLS certificate from the admin URL (tests only).",
+    )
+    bookie_http_service_url: str = _setting(
+        "",
+        "bookieHttpServiceUrl",
+        "url",
+        "Delete ledgers through a bookie's HTTP API (DELETE /api/v1/ledger/delete); "
+        "empty = delete their metadata znodes.",
+        schemes=("http://", "https://"),
+        optional=True,
+    )
+    managed_ledger_offload_driver: str = _setting(
+        "",
+        "managedLedgerOffloadDriver",
+        "str",
+        "Offload driver for contexts that name none (aws-s3, S3, aliyun-oss, filesystem).",
+    )
+    s3_managed_ledger_offload_bucket: str = _setting(
+        "", "s3ManagedLedgerOffloadBucket", "str", "Bucket for contexts that name none."
+    )
+    s3_managed_ledger_offload_region: str = _setting(
+        "", "s3ManagedLedgerOffloadRegion", "str", "S3 region of the offload bucket."
+    )
+    s3_managed_ledger_offload_service_endpoint: str = _setting(
+        "",
+        "s3ManagedLedgerOffloadServiceEndpoint",
+        "url",
+        "S3-compatible endpoint; credentials come from the environment (AWS_*).",
+        schemes=("http://", "https://"),
+        optional=True,
+    )
+    file_system_uri: str = _setting(
+        "", "fileSystemURI", "str", "Filesystem offloader URI; only local (file:) is supported."
+    )
+    file_system_offload_storage_base_path: str = _setting(
+        "",
+        "fileSystemOffloadStorageBasePath",
+        "str",
+        "The filesystem offloader's base directory (Hadoop's hadoop.tmp.dir); empty = off.",
+    )
     metadata_store_url: str = _setting(
         "sqlite:ledger-janitor.db",
         "metadataStoreUrl",

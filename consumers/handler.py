@@ -12,7 +12,9 @@ from deletion import message
 from deletion.decision import Decision, Verdict, check_namespace, check_ownership, decide_in_use
 from deletion.in_use import InUseLedgersCache
 from deletion.message import LedgerType, PendingDeleteLedgerInfo
-from deletion.ports import LedgerStorage, TopicLedgers
+from deletion.offload.base import OffloadStorage, UnsupportedOffloadDriverError
+from deletion.offload.context import IncompleteOffloadError
+from deletion.ports import LedgerRecord, LedgerStorage, TopicLedgers
 from deletion.topics import NamespaceName, namespace_of_deletion_topic
 from deletion.transient import TransientRetry
 from ledger_janitor.errors import DecodeError, JanitorError, VersionConflictError
@@ -46,9 +48,11 @@ class DeletionHandler:
         send_delay_seconds: float,
         retry: TransientRetry | None = None,
         clock: Callable[[], float] = time.time,
+        offload: OffloadStorage | None = None,
     ) -> None:
         self._in_use = in_use
         self._storage = storage
+        self._offload = offload
         self._reconsumer = reconsumer
         self._send_delay = send_delay_seconds
         self._retry = retry or TransientRetry()
@@ -84,7 +88,7 @@ class DeletionHandler:
         refused = check_namespace(info, namespace)
         if refused is not None:
             return refused
-        if info.ledger_type is LedgerType.OFFLOAD_LEDGER:
+        if info.ledger_type is LedgerType.OFFLOAD_LEDGER and self._offload is None:
             return Decision(Verdict.ARCHIVE, "no offload storage is configured for OFFLOAD_LEDGER")
         try:
             decision = self._in_use_decision(info, not_before_seconds(received, self._send_delay))
@@ -114,6 +118,8 @@ class DeletionHandler:
 
     def _delete(self, info: PendingDeleteLedgerInfo) -> Decision:
         record = self._retry.call(lambda: self._storage.ledger(info.ledger_id))
+        if info.ledger_type is LedgerType.OFFLOAD_LEDGER:
+            return self._delete_offloaded(info, record)
         if record is None:
             return Decision(Verdict.ALREADY_GONE, f"ledger {info.ledger_id} is already gone")
         owned = check_ownership(info, record)
@@ -125,6 +131,34 @@ class DeletionHandler:
         if not deleted:
             return Decision(Verdict.ALREADY_GONE, f"ledger {info.ledger_id} is already gone")
         return Decision(Verdict.DELETE, f"deleted ledger {info.ledger_id} of {info.topic_name}")
+
+    def _delete_offloaded(
+        self, info: PendingDeleteLedgerInfo, record: LedgerRecord | None
+    ) -> Decision:
+        """Delete the offloaded copy. If the BookKeeper copy still exists, it must be this
+        topic's, as for any ledger; the offload context itself must name this ledger."""
+        if record is not None:
+            owned = check_ownership(info, record)
+            if owned.verdict is not Verdict.DELETE:
+                return owned
+        offload, context = self._offload, info.ledger_info
+        assert offload is not None and context is not None  # checked in _decide and decode
+        name = info.topic_name.managed_ledger_name
+        try:
+            deleted = self._retry.call(
+                lambda: offload.delete_offloaded(info.ledger_id, context, name)
+            )
+        except IncompleteOffloadError as exc:
+            return Decision(Verdict.RECONSUME, f"offload still in progress: {exc}")
+        except (DecodeError, UnsupportedOffloadDriverError) as exc:
+            return Decision(Verdict.ARCHIVE, f"cannot delete offloaded ledger: {exc}")
+        if not deleted:
+            return Decision(
+                Verdict.ALREADY_GONE, f"offloaded ledger {info.ledger_id} is already gone"
+            )
+        return Decision(
+            Verdict.DELETE, f"deleted offloaded ledger {info.ledger_id} of {info.topic_name}"
+        )
 
     def _archive(
         self,

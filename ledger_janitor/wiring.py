@@ -14,11 +14,14 @@ from config import ServiceConfiguration, StoreUrl, parse_store_url
 from consumers.handler import DeletionHandler, HandlingResult
 from consumers.reconsume import Reconsumer, RetryPolicy
 from consumers.worker import DeletionWorker, WorkerSettings
+from deletion.admin import AdminApiInUseLedgers
 from deletion.in_use import InUseLedgersCache
+from deletion.ledgers.bookie_http import BookieHttpLedgerStorage
 from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.ledgers.sqlite import SqliteLedgerStorage
 from deletion.namespaces import NamespaceRegistry, discover_deletion_namespaces
-from deletion.ports import LedgerStorage, MetadataStore
+from deletion.offload.base import OffloadStorage
+from deletion.ports import InUseLedgers, LedgerStorage, MetadataStore
 from deletion.pulsar_metadata import MetadataInUseLedgers
 from deletion.stores.sqlite import SqliteMetadataStore
 from deletion.stores.zookeeper import ZooKeeperMetadataStore
@@ -26,6 +29,8 @@ from deletion.topics import NamespaceName
 from producers import PhaseOne, ProducerPool
 
 from . import broker
+from .auth import token_from
+from .errors import ConfigurationError
 
 
 def open_metadata_store(url: StoreUrl, timeout: float) -> MetadataStore:
@@ -35,11 +40,62 @@ def open_metadata_store(url: StoreUrl, timeout: float) -> MetadataStore:
     return SqliteMetadataStore(url.path)
 
 
-def open_ledger_storage(url: StoreUrl, timeout: float) -> LedgerStorage:
+def open_ledger_storage(url: StoreUrl, timeout: float, bookie_http: str = "") -> LedgerStorage:
     if url.scheme == "zk":
-        return BookKeeperLedgerStorage(ZooKeeperMetadataStore.connect(url, timeout))
+        bookkeeper = BookKeeperLedgerStorage(ZooKeeperMetadataStore.connect(url, timeout))
+        if bookie_http:
+            return BookieHttpLedgerStorage(bookkeeper, bookie_http, timeout)
+        return bookkeeper
+    if bookie_http:
+        raise ConfigurationError("bookieHttpServiceUrl needs a zk: ledger metadata store")
     Path(url.path).parent.mkdir(parents=True, exist_ok=True)
     return SqliteLedgerStorage(url.path)
+
+
+def open_offload_storage(config: ServiceConfiguration) -> OffloadStorage | None:
+    """An OffloadRouter for the configured tiered storage, or None when none is configured."""
+    from deletion.offload import (
+        S3_DRIVERS,
+        FileSystemOffloadStorage,
+        OffloadRouter,
+        S3OffloadStorage,
+    )
+
+    driver = config.managed_ledger_offload_driver
+    endpoint = config.s3_managed_ledger_offload_service_endpoint
+    bucket = config.s3_managed_ledger_offload_bucket
+    s3 = None
+    if bucket or endpoint or driver.lower() in S3_DRIVERS:
+        s3 = S3OffloadStorage(
+            default_bucket=bucket or None,
+            endpoint_url=endpoint or None,
+            region=config.s3_managed_ledger_offload_region or None,
+        )
+    filesystem = None
+    if config.file_system_offload_storage_base_path:
+        filesystem = FileSystemOffloadStorage.from_config(
+            config.file_system_uri, config.file_system_offload_storage_base_path
+        )
+    if s3 is None and filesystem is None:
+        return None
+    return OffloadRouter(s3=s3, filesystem=filesystem, default_driver=driver or None)
+
+
+def open_in_use_source(
+    config: ServiceConfiguration, metadata: MetadataStore, clock: Callable[[], float]
+) -> InUseLedgers:
+    if config.in_use_ledgers_source == "METADATA":
+        return MetadataInUseLedgers(metadata, clock)
+    if not config.web_service_url:
+        raise ConfigurationError("inUseLedgersSource=ADMIN needs webServiceUrl")
+    return AdminApiInUseLedgers(
+        config.web_service_url,
+        token_from(config.auth_plugin, config.auth_params),
+        timeout_seconds=config.operation_timeout_seconds,
+        tls_trust_certs_file=config.tls_trust_certs_file_path or None,
+        tls_allow_insecure=config.tls_allow_insecure_connection,
+        clock=clock,
+    )
 
 
 @dataclass
@@ -67,11 +123,10 @@ class Sidecar:
         refresh_interval_seconds: float = 10.0,
     ) -> DeletionWorker:
         config = self.config
-        cache = InUseLedgersCache(
-            MetadataInUseLedgers(self.metadata, clock),
-            config.in_use_ledgers_cache_ttl_seconds,
-            clock,
-        )
+        source = open_in_use_source(config, self.metadata, clock)
+        if isinstance(source, AdminApiInUseLedgers):
+            self.closer.callback(source.close)
+        cache = InUseLedgersCache(source, config.in_use_ledgers_cache_ttl_seconds, clock)
         policy = RetryPolicy(
             delay_seconds=config.reconsume_later_seconds_of_two_phase_deletion,
             max_reconsume_times=config.max_reconsume_times_of_two_phase_deletion,
@@ -83,6 +138,7 @@ class Sidecar:
             Reconsumer(self.pool, policy, clock),
             send_delay_seconds=config.send_delay_seconds_of_two_phase_deletion,
             clock=clock,
+            offload=open_offload_storage(config),
         )
         settings = WorkerSettings(
             parallelism=config.ledger_deletion_parallelism_of_two_phase_deletion,
@@ -102,7 +158,9 @@ def open_sidecar(config: ServiceConfiguration, client_log: Path | None = None) -
         metadata = open_metadata_store(parse_store_url(config.metadata_store_url), timeout)
         stack.callback(metadata.close)
         ledger_url = config.bookkeeper_metadata_service_uri or config.metadata_store_url
-        ledgers = open_ledger_storage(parse_store_url(ledger_url), timeout)
+        ledgers = open_ledger_storage(
+            parse_store_url(ledger_url), timeout, config.bookie_http_service_url
+        )
         stack.callback(ledgers.close)
         client = broker.connect(config, client_log)
         stack.callback(client.close)

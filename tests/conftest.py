@@ -31,6 +31,20 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
         yield embedded
 
 
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """A real S3-compatible server (moto's server mode) on loopback."""
+    from moto.server import ThreadedMotoServer
+
+    from ledger_janitor.embedded import free_port
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
 @pytest.fixture
 def janitor(backend: Backend, broker: EmbeddedBroker, tmp_path: Path) -> Iterator[JanitorFactory]:
     factory = JanitorFactory(backend, broker.service_url, tmp_path)
