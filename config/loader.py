@@ -19,9 +19,14 @@ ENV_PREFIX: Final = "LEDGER_JANITOR_"
 CONFIG_FILE_ENV: Final = "LEDGER_JANITOR_CONFIG"
 
 
+def snake_case(key: str) -> str:
+    """fileSystemURI -> file_system_uri: an acronym stays one word."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", key).lower()
+
+
 def env_var(key: str) -> str:
     """The environment variable for a key: sendDelaySeconds -> LEDGER_JANITOR_SEND_DELAY_SECONDS."""
-    return ENV_PREFIX + re.sub(r"(?<!^)(?=[A-Z])", "_", key).upper()
+    return ENV_PREFIX + snake_case(key).upper()
 
 
 _BY_KEY: Final = {spec.key: spec for spec in SPECS}

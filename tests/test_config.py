@@ -17,6 +17,7 @@ from config import (
     load_configuration,
     parse_store_url,
 )
+from config.loader import snake_case
 from config.settings import SPECS
 from ledger_janitor.errors import ConfigurationError
 
@@ -72,21 +73,32 @@ def test_defaults_match_the_documented_values() -> None:
     assert config.auth_params == ""
     assert config.operation_timeout_seconds == 30
     assert config.max_held_early_messages == 10000
+    assert config.in_use_ledgers_source == "METADATA"
+    assert config.tls_trust_certs_file_path == ""
+    assert config.tls_allow_insecure_connection is False
+    assert config.bookie_http_service_url == ""
+    assert config.managed_ledger_offload_driver == ""
+    assert config.s3_managed_ledger_offload_bucket == ""
+    assert config.s3_managed_ledger_offload_region == ""
+    assert config.s3_managed_ledger_offload_service_endpoint == ""
+    assert config.file_system_uri == ""
+    assert config.file_system_offload_storage_base_path == ""
     assert set(loaded.sources.values()) == {"default"}
-    assert len(loaded.sources) == len(SPECS) == 25
+    assert len(loaded.sources) == len(SPECS) == 35
 
 
 def test_every_field_carries_key_type_default_and_doc() -> None:
     for f in dataclasses.fields(ServiceConfiguration):
         spec = f.metadata["spec"]
         # The attribute is the snake_case spelling of the Pulsar key, so neither can drift.
-        assert f.name == re.sub(r"(?<!^)(?=[A-Z])", "_", spec.key).lower()
+        assert f.name == snake_case(spec.key)
         assert spec.default == f.default
         assert spec.kind and spec.doc and "\n" not in spec.doc
     assert env_var(SEND_DELAY) == SEND_DELAY_ENV
     ttl_env = env_var("inUseLedgersCacheTtlSeconds")
     assert ttl_env == "LEDGER_JANITOR_IN_USE_LEDGERS_CACHE_TTL_SECONDS"
     assert len({env_var(spec.key) for spec in SPECS}) == len(SPECS)
+    assert env_var("fileSystemURI") == "LEDGER_JANITOR_FILE_SYSTEM_URI"
 
 
 def test_configuration_is_frozen() -> None:
