@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from consumers.handler import Outcome
@@ -16,16 +11,9 @@ from ledger_janitor.embedded import EmbeddedBroker
 from ledger_janitor.seeding import TopicSeeder, pending
 
 from .harness.janitor import JanitorFactory, Recorder, sqlite_backend
+from .harness.process import start_sidecar, stop_sidecar, wait_until
 
 RELEASED = 600
-
-
-def _wait(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_sigterm_mid_batch_loses_nothing(
@@ -43,36 +31,23 @@ def test_sigterm_mid_batch_loses_nothing(
         )
         storage = backend.factory
         assert isinstance(storage, SqliteLedgerStorage)
-        sidecar = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ledger_janitor",
-                "run",
-                "--metadata-store",
-                backend.metadata_url,
-                "--broker-url",
-                broker.service_url,
-                "--set",
-                "sendDelaySecondsOfTwoPhaseDeletion=0",
-                "--set",
-                "ledgerDeletionParallelismOfTwoPhaseDeletion=2",
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        sidecar = start_sidecar(
+            backend.metadata_url,
+            broker.service_url,
+            sendDelaySecondsOfTwoPhaseDeletion=0,
+            ledgerDeletionParallelismOfTwoPhaseDeletion=2,
         )
-        _wait(lambda: len(storage.deletions()) > 0, 60, "the first deletion")
-        sidecar.send_signal(signal.SIGTERM)
-        _, stderr = sidecar.communicate(timeout=60)
-        assert sidecar.returncode == 0, stderr
+        wait_until(lambda: len(storage.deletions()) > 0, 60, "the first deletion")
+        stderr = stop_sidecar(sidecar)
         assert "stopped" in stderr
         deleted_by_first = len(storage.deletions())
         assert 0 < deleted_by_first < RELEASED, "SIGTERM did not land mid-batch"
 
         recorder = Recorder()
         janitor.worker(recorder, send_delay_seconds_of_two_phase_deletion=0)
-        _wait(lambda: len(storage.deletions()) == RELEASED, 60, "every released ledger deleted")
+        wait_until(
+            lambda: len(storage.deletions()) == RELEASED, 60, "every released ledger deleted"
+        )
         deleted = [ledger for ledger, _ in storage.deletions()]
         assert sorted(deleted) == sorted(released)  # each exactly once, none referenced
         assert all(backend.exists(i) for i in seeded.referenced())

@@ -3,11 +3,6 @@ deletes exactly the enqueued, unreferenced ledgers, and nothing else."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -25,6 +20,7 @@ from ledger_janitor.embedded import EmbeddedBroker
 from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending
 
 from .harness.janitor import JanitorFactory, ZkLedgerFactory, zookeeper_backend
+from .harness.process import start_sidecar, stop_sidecar, wait_until
 from .harness.zookeeper import ZooKeeperServer
 
 BOOKKEEPER_OWN = [
@@ -56,13 +52,6 @@ def _compress_topic(store: MetadataStore, seeded: SeededTopic) -> None:
         node = store.get(path)
         assert node is not None
         store.set(path, wrap(node.data, kind))
-
-
-def _wait(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def _archived(client: pulsar.Client, namespaces: Iterable[NamespaceName], count: int) -> list[str]:
@@ -140,34 +129,18 @@ def test_sidecar_deletes_exactly_the_unreferenced_ledgers_of_a_pulsar_cluster(
         before, referenced_before = set(ledgers.ledger_ids()), referenced_everywhere(store)
         assert referenced_before <= before and expected_deleted <= before - referenced_before
 
-        run = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ledger_janitor",
-                "run",
-                "--metadata-store",
-                backend.metadata_url,
-                "--broker-url",
-                broker.service_url,
-                "--set",
-                "sendDelaySecondsOfTwoPhaseDeletion=0",
-                "--set",
-                "reconsumeLaterSecondsOfTwoPhaseDeletion=0",
-                "--set",
-                "maxReconsumeTimesOfTwoPhaseDeletion=2",
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        run = start_sidecar(
+            backend.metadata_url,
+            broker.service_url,
+            sendDelaySecondsOfTwoPhaseDeletion=0,
+            reconsumeLaterSecondsOfTwoPhaseDeletion=0,
+            maxReconsumeTimesOfTwoPhaseDeletion=2,
         )
         try:
-            _wait(lambda: not expected_deleted & set(ledgers.ledger_ids()), 60, "the deletions")
+            wait_until(lambda: not expected_deleted & set(ledgers.ledger_ids()), 60, "deletions")
             reasons = _archived(sidecar.client, [acme, beta], count=4)
         finally:
-            run.send_signal(signal.SIGTERM)
-            _, stderr = run.communicate(timeout=60)
-        assert run.returncode == 0, stderr
+            stop_sidecar(run)
 
         after = set(ledgers.ledger_ids())
         assert before - after == expected_deleted

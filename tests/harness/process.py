@@ -1,0 +1,46 @@
+"""The sidecar as an operator starts it: `ledger-janitor run` in its own process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+
+def start_sidecar(metadata_url: str, broker_url: str, **settings: object) -> subprocess.Popen[str]:
+    overrides = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ledger_janitor",
+            "run",
+            "--metadata-store",
+            metadata_url,
+            "--broker-url",
+            broker_url,
+            *overrides,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def stop_sidecar(process: subprocess.Popen[str]) -> str:
+    """SIGTERM, as an orchestrator would; the process must exit 0. Returns its stderr."""
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    return stderr
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll another process's effects (it cannot notify us)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
