@@ -212,6 +212,16 @@ class ServiceConfiguration:
     auth_params: str = _setting(
         "", "authParams", "str", "Parameters for authPlugin (secret).", secret=True
     )
+    metrics_port: int = _setting(
+        9464,
+        "metricsPort",
+        "int",
+        "Port of /metrics, /health and /ready for `run`; 0 = off.",
+        minimum=0,
+    )
+    metrics_bind_address: str = _setting(
+        "127.0.0.1", "metricsBindAddress", "str", "Address the metrics port listens on."
+    )
     operation_timeout_seconds: int = _setting(
         30,
         "operationTimeoutSeconds",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+
+import structlog
 
 from deletion import message
 from deletion.decision import Decision, Verdict, check_namespace, check_ownership, decide_in_use
@@ -22,7 +23,7 @@ from ledger_janitor.errors import DecodeError, JanitorError, VersionConflictErro
 from .received import Acknowledger, ReceivedMessage, not_before_seconds
 from .reconsume import Reconsumer
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 
 class Outcome(Enum):
@@ -50,7 +51,7 @@ class DeletionHandler:
         clock: Callable[[], float] = time.time,
         offload: OffloadStorage | None = None,
     ) -> None:
-        self._in_use = in_use
+        self.in_use = in_use
         self._storage = storage
         self._offload = offload
         self._reconsumer = reconsumer
@@ -66,7 +67,22 @@ class DeletionHandler:
             info = message.decode(received.data())
         except DecodeError as exc:
             return self._archive(consumer, received, namespace, None, f"undecodable message: {exc}")
-        decision = self._decide(info, namespace, received)
+        with structlog.contextvars.bound_contextvars(
+            ledger_id=info.ledger_id,
+            topic=str(info.topic_name),
+            component=info.ledger_component.value,
+            ledger_type=info.ledger_type.value,
+        ):
+            return self._act(consumer, received, namespace, info)
+
+    def _act(
+        self,
+        consumer: Acknowledger,
+        received: ReceivedMessage,
+        namespace: NamespaceName,
+        info: PendingDeleteLedgerInfo,
+    ) -> HandlingResult:
+        decision = self.decide(info, namespace, not_before_seconds(received, self._send_delay))
         if decision.verdict is Verdict.RECONSUME:
             archived = self._reconsumer.reconsume_later(
                 consumer, received, namespace, decision.reason
@@ -82,19 +98,24 @@ class DeletionHandler:
             HandlingResult(Outcome.ALREADY_GONE if gone else Outcome.DELETED, decision.reason, info)
         )
 
-    def _decide(
-        self, info: PendingDeleteLedgerInfo, namespace: NamespaceName, received: ReceivedMessage
+    def decide(
+        self,
+        info: PendingDeleteLedgerInfo,
+        namespace: NamespaceName,
+        not_before: float,
+        dry_run: bool = False,
     ) -> Decision:
+        """Check, and delete if safe (unless `dry_run`); the verdict says what happened."""
         refused = check_namespace(info, namespace)
         if refused is not None:
             return refused
         if info.ledger_type is LedgerType.OFFLOAD_LEDGER and self._offload is None:
             return Decision(Verdict.ARCHIVE, "no offload storage is configured for OFFLOAD_LEDGER")
         try:
-            decision = self._in_use_decision(info, not_before_seconds(received, self._send_delay))
+            decision = self._in_use_decision(info, not_before)
             if decision.verdict is not Verdict.DELETE:
                 return decision
-            return self._delete(info)
+            return self._delete(info, dry_run)
         except VersionConflictError as exc:
             return Decision(Verdict.RECONSUME, f"ledger changed while deleting: {exc}")
         except JanitorError as exc:
@@ -105,25 +126,23 @@ class DeletionHandler:
         topic = info.topic_name
         if not info.check_ledger_still_in_use:
             # Skipping the staleness rule is only safe on a snapshot taken now.
-            return decide_in_use(info, self._retry.call(lambda: self._in_use.fetch_fresh(topic)))
-        snapshot: TopicLedgers = self._retry.call(lambda: self._in_use.lookup(topic))
+            return decide_in_use(info, self._retry.call(lambda: self.in_use.fetch_fresh(topic)))
+        snapshot: TopicLedgers = self._retry.call(lambda: self.in_use.lookup(topic))
         decision = decide_in_use(info, snapshot)
         if decision.verdict is Verdict.RECONSUME and snapshot.fetched_at < not_before:
             # A snapshot older than the message's due time cannot reflect the metadata
             # commit that followed the send: look again once before handing it back.
-            decision = decide_in_use(
-                info, self._retry.call(lambda: self._in_use.fetch_fresh(topic))
-            )
+            decision = decide_in_use(info, self._retry.call(lambda: self.in_use.fetch_fresh(topic)))
         return decision
 
-    def _delete(self, info: PendingDeleteLedgerInfo) -> Decision:
+    def _delete(self, info: PendingDeleteLedgerInfo, dry_run: bool) -> Decision:
         record = self._retry.call(lambda: self._storage.ledger(info.ledger_id))
         if info.ledger_type is LedgerType.OFFLOAD_LEDGER:
-            return self._delete_offloaded(info, record)
+            return self._delete_offloaded(info, record, dry_run)
         if record is None:
             return Decision(Verdict.ALREADY_GONE, f"ledger {info.ledger_id} is already gone")
         owned = check_ownership(info, record)
-        if owned.verdict is not Verdict.DELETE:
+        if owned.verdict is not Verdict.DELETE or dry_run:
             return owned
         deleted = self._retry.call(
             lambda: self._storage.delete_ledger(info.ledger_id, record.version)
@@ -133,7 +152,7 @@ class DeletionHandler:
         return Decision(Verdict.DELETE, f"deleted ledger {info.ledger_id} of {info.topic_name}")
 
     def _delete_offloaded(
-        self, info: PendingDeleteLedgerInfo, record: LedgerRecord | None
+        self, info: PendingDeleteLedgerInfo, record: LedgerRecord | None, dry_run: bool
     ) -> Decision:
         """Delete the offloaded copy. If the BookKeeper copy still exists, it must be this
         topic's, as for any ledger; the offload context itself must name this ledger."""
@@ -142,7 +161,9 @@ class DeletionHandler:
             if owned.verdict is not Verdict.DELETE:
                 return owned
         offload, context = self._offload, info.ledger_info
-        assert offload is not None and context is not None  # checked in _decide and decode
+        assert offload is not None and context is not None  # checked in decide and decode
+        if dry_run:
+            return Decision(Verdict.DELETE, f"offloaded ledger {info.ledger_id} may be deleted")
         name = info.topic_name.managed_ledger_name
         try:
             deleted = self._retry.call(
@@ -173,6 +194,5 @@ class DeletionHandler:
 
     @staticmethod
     def _done(result: HandlingResult) -> HandlingResult:
-        subject = result.info.describe() if result.info else "message"
-        log.info("%s %s: %s", result.outcome.value, subject, result.reason)
+        log.info(result.outcome.value, reason=result.reason)
         return result

@@ -93,4 +93,5 @@ class Reconsumer:
         properties = dict(message.properties())
         properties.setdefault(props.REAL_TOPIC, message.topic_name())
         properties.setdefault(props.ORIGIN_MESSAGE_ID, java_message_id(message.message_id()))
+        properties.setdefault(props.FIRST_ATTEMPT_TIME, str(message.publish_timestamp()))
         return properties

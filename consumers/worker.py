@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -11,15 +10,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulsar
+import structlog
 
-from deletion.topics import SUBSCRIPTION, NamespaceName
+from deletion.topics import SUBSCRIPTION, NamespaceName, namespace_of_deletion_topic
+from ledger_janitor.broker import java_message_id
 from ledger_janitor.errors import JanitorError
 
 from .early import EarlyDeliveryGate
 from .handler import DeletionHandler, HandlingResult
+from .metrics import WorkerMetrics
 from .received import not_before_seconds
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 
 @dataclass
@@ -31,6 +33,14 @@ class WorkerStats:
 
     def count(self, outcome: str) -> None:
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "received": self.received,
+            "held_early": self.held_early,
+            "handed_back": self.handed_back,
+            **self.outcomes,
+        }
 
 
 @dataclass(frozen=True)
@@ -52,8 +62,12 @@ class DeletionWorker:
         settings: WorkerSettings,
         clock: Callable[[], float] = time.time,
         on_result: Callable[[HandlingResult], None] | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self._client = client
+        self._metrics = metrics
+        if metrics is not None:
+            metrics.watch_cache(handler.in_use)
         self._handler = handler
         self._namespaces = namespaces
         self._settings = settings
@@ -78,6 +92,21 @@ class DeletionWorker:
             thread.start()
             self._threads.append(thread)
 
+    def live(self) -> tuple[bool, str]:
+        alive = all(thread.is_alive() for thread in self._threads)
+        if self._stopping.is_set() or not alive:
+            return False, "stopping" if self._stopping.is_set() else "a worker thread died"
+        return True, f"{len(self._threads)} threads alive"
+
+    def connected(self) -> tuple[bool, str]:
+        """Whether every deletion subscription is connected to its broker."""
+        with self._lock:
+            consumers = dict(self._consumers)
+        down = [str(ns) for ns, consumer in consumers.items() if not consumer.is_connected()]
+        if down:
+            return False, f"disconnected from {', '.join(down)}"
+        return True, f"{len(consumers)} subscriptions connected"
+
     @property
     def subscribed(self) -> list[NamespaceName]:
         with self._lock:
@@ -98,24 +127,28 @@ class DeletionWorker:
                     negative_ack_redelivery_delay_ms=self._settings.nack_delay_ms,
                     initial_position=pulsar.InitialPosition.Earliest,
                 )
-            log.info("subscribed to %s as %s", namespace.deletion_topic, SUBSCRIPTION)
+            log.info("subscribed", topic=namespace.deletion_topic, subscription=SUBSCRIPTION)
 
     def _refresh_loop(self) -> None:
         while not self._stopping.wait(self._settings.refresh_interval_seconds):
             try:
                 self.refresh_subscriptions()
             except (JanitorError, pulsar.PulsarException) as exc:
-                log.warning("could not refresh deletion subscriptions: %s", exc)
+                log.warning("could not refresh deletion subscriptions", error=str(exc))
 
     def _on_message(self, consumer: Any, received: Any) -> None:
         if self._stopping.is_set():
             return  # left unacked: the broker redelivers it once we close
         with self._lock:
             self.stats.received += 1
+        if self._metrics:
+            self._metrics.received.labels(self._namespace_label(received)).inc()
         due = not_before_seconds(received, self._settings.send_delay_seconds)
         if due > self._clock():
             with self._lock:
                 self.stats.held_early += 1
+            if self._metrics:
+                self._metrics.held_early.labels(self._namespace_label(received)).inc()
             if not self._gate.hold(due, (consumer, received)):
                 self._hand_back(consumer, received)
             return
@@ -132,26 +165,41 @@ class DeletionWorker:
             self._slots.release()
 
     def _process(self, consumer: Any, received: Any) -> None:
-        try:
-            result = self._handler.handle(consumer, received)
-        except Exception as exc:  # a failed retry or archive send: nothing was acked
-            log.warning("handing back %s: %s", received.message_id(), exc)
-            self._hand_back(consumer, received)
-            return
-        finally:
-            self._slots.release()
+        started = time.monotonic()
+        namespace = namespace_of_deletion_topic(received.topic_name())
+        with structlog.contextvars.bound_contextvars(
+            message_id=java_message_id(received.message_id()),
+            namespace=str(namespace),
+            deletion_topic=received.topic_name(),
+        ):
+            try:
+                result = self._handler.handle(consumer, received)
+            except Exception as exc:  # a failed retry or archive send: nothing was acked
+                log.warning("handing back for redelivery", error=str(exc))
+                self._hand_back(consumer, received)
+                return
+            finally:
+                self._slots.release()
         with self._lock:
             self.stats.count(result.outcome.value)
+        if self._metrics:
+            self._metrics.handled(namespace, result, time.monotonic() - started)
         if self._on_result is not None:
             self._on_result(result)
+
+    def _namespace_label(self, received: Any) -> str:
+        assert self._metrics is not None
+        return self._metrics.namespace(namespace_of_deletion_topic(received.topic_name()))
 
     def _hand_back(self, consumer: Any, received: Any) -> None:
         with self._lock:
             self.stats.handed_back += 1
+        if self._metrics:
+            self._metrics.handed_back.labels(self._namespace_label(received)).inc()
         try:
             consumer.negative_acknowledge(received)
         except pulsar.PulsarException as exc:
-            log.warning("negative ack failed (it will be redelivered on reconnect): %s", exc)
+            log.warning("negative ack failed; redelivered on reconnect", error=str(exc))
 
     def _release_due(self) -> None:
         while not self._stopping.is_set():
@@ -173,5 +221,5 @@ class DeletionWorker:
             try:
                 consumer.close()
             except pulsar.PulsarException as exc:
-                log.warning("closing consumer failed: %s", exc)
-        log.info("worker stopped; %d early messages left unacked for redelivery", len(held))
+                log.warning("closing consumer failed", error=str(exc))
+        log.info("worker stopped", held_early_left_unacked=len(held))

@@ -21,6 +21,9 @@ class Verdict(Enum):
 class Decision:
     verdict: Verdict
     reason: str
+    # The ledger is known to be referenced (not merely unknown or stale): retrying soon
+    # cannot help, which is what an archive drain wants to know.
+    referenced: bool = False
 
 
 def decide_in_use(info: PendingDeleteLedgerInfo, snapshot: TopicLedgers) -> Decision:
@@ -32,7 +35,9 @@ def decide_in_use(info: PendingDeleteLedgerInfo, snapshot: TopicLedgers) -> Deci
     ledger_id = info.ledger_id
     if ledger_id in snapshot.ledger_ids:
         return Decision(
-            Verdict.RECONSUME, f"ledger {ledger_id} is still referenced by {info.topic_name}"
+            Verdict.RECONSUME,
+            f"ledger {ledger_id} is still referenced by {info.topic_name}",
+            referenced=True,
         )
     if not snapshot.exists:
         return Decision(Verdict.DELETE, f"topic {info.topic_name} has no managed ledger")

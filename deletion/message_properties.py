@@ -10,9 +10,12 @@ DELAY_TIME = "DELAY_TIME"
 REAL_TOPIC = "REAL_TOPIC"
 ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 
-# Ours: why and when a message was archived.
+# Ours: why and when a message was archived, when it was first tried, and how often an
+# admin's drain has looked at it since.
 ARCHIVE_REASON = "ARCHIVE_REASON"
 ARCHIVE_TIME = "ARCHIVE_TIME"
+FIRST_ATTEMPT_TIME = "FIRST_ATTEMPT_TIME"
+DRAIN_ATTEMPTS = "DRAIN_ATTEMPTS"
 
 
 def reconsume_times(properties: Mapping[str, str]) -> int:
@@ -26,11 +29,13 @@ def reconsume_times(properties: Mapping[str, str]) -> int:
         return 2**31 - 1
 
 
-def delay_ms(properties: Mapping[str, str]) -> int | None:
-    text = properties.get(DELAY_TIME)
-    if text is None:
-        return None
+def int_property(properties: Mapping[str, str], name: str) -> int | None:
     try:
-        return max(0, int(text))
-    except ValueError:
+        return int(properties[name])
+    except (KeyError, ValueError):
         return None
+
+
+def delay_ms(properties: Mapping[str, str]) -> int | None:
+    delay = int_property(properties, DELAY_TIME)
+    return None if delay is None else max(0, delay)

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import json
-import logging
-import os
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.logging import RichHandler
 from rich.table import Table
 
-from config import CONFIG_FILE_ENV, LoadedConfiguration, describe, load_configuration
+from config import describe
 from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.topics import TopicName
 
+from .archive_cli import archive_app
+from .cli_options import (
+    BrokerOpt,
+    ConfigFile,
+    MetadataStoreOpt,
+    Quiet,
+    Settings,
+    Verbose,
+    err,
+    load,
+    setup_logging,
+)
 from .errors import JanitorError
 
 app = typer.Typer(
@@ -30,67 +37,7 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
-err = Console(stderr=True)
-
-ConfigFile = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        help=f"Pulsar-style properties file (or ${CONFIG_FILE_ENV}).",
-        envvar=CONFIG_FILE_ENV,
-        show_default=False,
-    ),
-]
-Settings = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        "-s",
-        metavar="KEY=VALUE",
-        help="Override a setting, e.g. --set sendDelaySecondsOfTwoPhaseDeletion=5.",
-    ),
-]
-MetadataStoreOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--metadata-store", help="metadataStoreUrl: zk:host:port[/chroot] or sqlite:PATH."
-    ),
-]
-BrokerOpt = Annotated[
-    str | None, typer.Option("--broker-url", help="brokerServiceUrl, pulsar://host:port.")
-]
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log every message handled.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Log warnings and errors only.")]
-
-
-def _setup_logging(verbose: bool) -> None:
-    level = logging.INFO if verbose else logging.WARNING
-    handler: logging.Handler = RichHandler(console=err, show_path=False)
-    if not sys.stderr.isatty():
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logging.basicConfig(level=level, handlers=[handler], force=True)
-    logging.getLogger("pulsar").setLevel(logging.WARNING)
-
-
-def _load(
-    config_file: Path | None,
-    settings: list[str] | None,
-    metadata_store: str | None = None,
-    broker_url: str | None = None,
-) -> LoadedConfiguration:
-    overrides: dict[str, str] = {}
-    for item in settings or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--set")
-        overrides[key.strip()] = value.strip()
-    if metadata_store is not None:
-        overrides["metadataStoreUrl"] = metadata_store
-    if broker_url is not None:
-        overrides["brokerServiceUrl"] = broker_url
-    return load_configuration(config_file, os.environ, overrides)
+app.add_typer(archive_app, name="archive")
 
 
 @config_app.command("show")
@@ -100,7 +47,7 @@ def config_show(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Print every setting, its value and where the value came from."""
-    rows = describe(_load(config_file, settings))
+    rows = describe(load(config_file, settings))
     if as_json:
         typer.echo(
             json.dumps(
@@ -126,30 +73,15 @@ def run(
     """Run the phase-two worker (the sidecar) until SIGTERM or Ctrl-C.
 
     In-flight deletions finish; anything not yet handled stays unacked for redelivery.
+    Serves /metrics, /health and /ready on metricsPort.
     """
-    from .wiring import open_sidecar
+    from .sidecar_run import run_sidecar
 
-    _setup_logging(verbose=not quiet)
-    config = _load(config_file, settings, metadata_store, broker_url).config
+    setup_logging(verbose=not quiet)
+    config = load(config_file, settings, metadata_store, broker_url).config
     if not config.two_phase_deletion_enabled:
         raise JanitorError("twoPhaseDeletionEnabled is false: nothing to run")
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    sidecar = open_sidecar(config)
-    try:
-        worker = sidecar.worker()
-        worker.start()
-        err.print(
-            "ledger-janitor: worker running on "
-            + (", ".join(map(str, worker.subscribed)) or "no namespaces yet")
-        )
-        stop.wait()
-        err.print("ledger-janitor: stopping; finishing in-flight deletions")
-        worker.stop()
-        err.print(f"ledger-janitor: stopped: {worker.stats}")
-    finally:
-        sidecar.close()
+    run_sidecar(config)
 
 
 @app.command()
@@ -172,8 +104,8 @@ def enqueue(
     """Phase one by hand: enqueue delayed pending deletions for ledgers of one topic."""
     from .wiring import open_sidecar
 
-    _setup_logging(False)
-    config = _load(config_file, settings, metadata_store, broker_url).config
+    setup_logging(False)
+    config = load(config_file, settings, metadata_store, broker_url).config
     parsed = TopicName.parse(topic)
     infos = [
         PendingDeleteLedgerInfo(
@@ -207,7 +139,7 @@ def demo(
     """Run the whole protocol on this machine: embedded broker, SQLite stores, a worker."""
     from .demo import run_demo
 
-    _setup_logging(verbose)
+    setup_logging(verbose)
     summary = run_demo(workdir, Console(stderr=as_json))
     if as_json:
         typer.echo(json.dumps(summary))

@@ -11,7 +11,9 @@ from pathlib import Path
 import pulsar
 
 from config import ServiceConfiguration, StoreUrl, parse_store_url
+from consumers.archive import ArchiveDrain
 from consumers.handler import DeletionHandler, HandlingResult
+from consumers.metrics import WorkerMetrics
 from consumers.reconsume import Reconsumer, RetryPolicy
 from consumers.worker import DeletionWorker, WorkerSettings
 from deletion.admin import AdminApiInUseLedgers
@@ -30,7 +32,7 @@ from producers import PhaseOne, ProducerPool
 
 from . import broker
 from .auth import token_from
-from .errors import ConfigurationError
+from .errors import ConfigurationError, JanitorError
 
 
 def open_metadata_store(url: StoreUrl, timeout: float) -> MetadataStore:
@@ -116,23 +118,26 @@ class Sidecar:
         discovered = discover_deletion_namespaces(self.metadata)
         return {*configured, *self.registry.namespaces(), *discovered}
 
-    def worker(
-        self,
-        clock: Callable[[], float] = time.time,
-        on_result: Callable[[HandlingResult], None] | None = None,
-        refresh_interval_seconds: float = 10.0,
-    ) -> DeletionWorker:
+    def handler(
+        self, clock: Callable[[], float] = time.time, cache_ttl_seconds: float | None = None
+    ) -> DeletionHandler:
+        """Phase two's checks and deletion; `cache_ttl_seconds=0` looks everything up afresh."""
         config = self.config
         source = open_in_use_source(config, self.metadata, clock)
         if isinstance(source, AdminApiInUseLedgers):
             self.closer.callback(source.close)
-        cache = InUseLedgersCache(source, config.in_use_ledgers_cache_ttl_seconds, clock)
+        ttl = (
+            config.in_use_ledgers_cache_ttl_seconds
+            if cache_ttl_seconds is None
+            else cache_ttl_seconds
+        )
+        cache = InUseLedgersCache(source, ttl, clock)
         policy = RetryPolicy(
             delay_seconds=config.reconsume_later_seconds_of_two_phase_deletion,
             max_reconsume_times=config.max_reconsume_times_of_two_phase_deletion,
             send_timeout_seconds=config.operation_timeout_seconds,
         )
-        handler = DeletionHandler(
+        return DeletionHandler(
             cache,
             self.ledgers,
             Reconsumer(self.pool, policy, clock),
@@ -140,13 +145,39 @@ class Sidecar:
             clock=clock,
             offload=open_offload_storage(config),
         )
+
+    def worker(
+        self,
+        clock: Callable[[], float] = time.time,
+        on_result: Callable[[HandlingResult], None] | None = None,
+        refresh_interval_seconds: float = 10.0,
+        metrics: WorkerMetrics | None = None,
+    ) -> DeletionWorker:
+        config = self.config
         settings = WorkerSettings(
             parallelism=config.ledger_deletion_parallelism_of_two_phase_deletion,
             send_delay_seconds=config.send_delay_seconds_of_two_phase_deletion,
             max_held_early=config.max_held_early_messages,
             refresh_interval_seconds=refresh_interval_seconds,
         )
-        return DeletionWorker(self.client, handler, self.namespaces, settings, clock, on_result)
+        handler = self.handler(clock)
+        return DeletionWorker(
+            self.client, handler, self.namespaces, settings, clock, on_result, metrics
+        )
+
+    def metadata_reachable(self) -> tuple[bool, str]:
+        try:
+            self.metadata.children("/")
+        except JanitorError as exc:
+            return False, f"metadata store unreachable: {exc}"
+        return True, "metadata store reachable"
+
+    def archive_drain(
+        self, clock: Callable[[], float] = time.time, metrics: WorkerMetrics | None = None
+    ) -> ArchiveDrain:
+        """A drain that re-checks every archived message against fresh metadata."""
+        handler = self.handler(clock, cache_ttl_seconds=0)
+        return ArchiveDrain(self.client, handler, self.phase_one, self.pool, clock, metrics)
 
     def close(self) -> None:
         self.closer.close()

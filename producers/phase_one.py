@@ -5,10 +5,11 @@ before the caller changes metadata. A send that fails means the deletion did not
 from __future__ import annotations
 
 import concurrent.futures
-import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
+
+import structlog
 
 from deletion import message
 from deletion.message import PendingDeleteLedgerInfo
@@ -19,7 +20,7 @@ from ledger_janitor.errors import EnqueueError, JanitorError
 from .pool import ProducerPool
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 
 class PhaseOne:
@@ -71,7 +72,7 @@ class PhaseOne:
             )
         ids = [future.result() for future in futures]
         for info, message_id in zip(infos, ids, strict=True):
-            log.info("enqueued %s as %s", info.describe(), message_id)
+            log.info("enqueued", ledger=info.describe(), message_id=str(message_id))
         return ids
 
     def enqueue_then_commit(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -10,10 +9,11 @@ from concurrent.futures import Future
 from typing import Any
 
 import pulsar
+import structlog
 
 from ledger_janitor.broker import send_async, translate
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 
 class ProducerPool:
@@ -71,7 +71,7 @@ class ProducerPool:
             producer.flush()
             producer.close()
         except pulsar.PulsarException as exc:
-            log.warning("closing producer for %s failed: %s", producer.topic(), exc)
+            log.warning("closing producer failed", topic=producer.topic(), error=str(exc))
 
     def __len__(self) -> int:
         return len(self._producers)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 
 def start_sidecar(metadata_url: str, broker_url: str, **settings: object) -> subprocess.Popen[str]:
+    settings = {"metricsPort": 0, **settings}  # tests must not fight over the default port
     overrides = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
     return subprocess.Popen(
         [

@@ -1,0 +1,107 @@
+"""Prometheus metrics of phase two, on a registry of their own.
+
+Namespace labels are bounded: past `max_namespaces` distinct values they read "other", so
+a cluster with thousands of namespaces cannot blow up the time-series count.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+from deletion.in_use import InUseLedgersCache
+from deletion.topics import NamespaceName
+
+from .handler import HandlingResult, Outcome
+
+PREFIX = "ledger_janitor"
+OTHER = "other"
+
+
+class _CacheCollector(Collector):
+    def __init__(self) -> None:
+        self.caches: list[InUseLedgersCache] = []
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        for name, doc in (
+            ("hits", "In-use look-ups answered from the cache."),
+            ("misses", "In-use look-ups the cache could not answer."),
+            ("fetches", "In-use ledger sets fetched from metadata."),
+        ):
+            total = sum(getattr(cache.counters, name) for cache in self.caches)
+            yield CounterMetricFamily(f"{PREFIX}_in_use_cache_{name}", doc, value=total)
+
+
+class WorkerMetrics:
+    def __init__(self, registry: CollectorRegistry, max_namespaces: int = 100) -> None:
+        self.registry = registry
+        self._max = max_namespaces
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+        by_ns = ["namespace"]
+        self.received = Counter(
+            f"{PREFIX}_messages_received", "Pending deletions received.", by_ns, registry=registry
+        )
+        self.held_early = Counter(
+            f"{PREFIX}_early_deliveries_held",
+            "Messages delivered before their due time and held back.",
+            by_ns,
+            registry=registry,
+        )
+        self.handed_back = Counter(
+            f"{PREFIX}_messages_handed_back",
+            "Messages negatively acknowledged for redelivery.",
+            by_ns,
+            registry=registry,
+        )
+        self.outcomes = Counter(
+            f"{PREFIX}_messages_handled",
+            "Messages handled, by outcome.",
+            [*by_ns, "outcome"],
+            registry=registry,
+        )
+        self.deleted = Counter(
+            f"{PREFIX}_ledgers_deleted",
+            "Ledgers deleted.",
+            [*by_ns, "component", "ledger_type"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            f"{PREFIX}_deletion_seconds",
+            "Time to check and delete one ledger.",
+            ["component", "ledger_type"],
+            registry=registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.drained = Counter(
+            f"{PREFIX}_archive_drained",
+            "Archived messages settled by drains.",
+            [*by_ns, "outcome"],
+            registry=registry,
+        )
+        self._caches = _CacheCollector()
+        registry.register(self._caches)
+
+    def namespace(self, namespace: NamespaceName | str) -> str:
+        label = str(namespace)
+        with self._lock:
+            if label in self._seen or len(self._seen) < self._max:
+                self._seen.add(label)
+                return label
+        return OTHER
+
+    def watch_cache(self, cache: InUseLedgersCache) -> None:
+        self._caches.caches.append(cache)
+
+    def handled(self, namespace: NamespaceName, result: HandlingResult, seconds: float) -> None:
+        label = self.namespace(namespace)
+        self.outcomes.labels(label, result.outcome.value).inc()
+        if result.outcome is Outcome.DELETED and result.info is not None:
+            component = result.info.ledger_component.value
+            ledger_type = result.info.ledger_type.value
+            self.deleted.labels(label, component, ledger_type).inc()
+            self.latency.labels(component, ledger_type).observe(seconds)

@@ -1,0 +1,168 @@
+"""`ledger-janitor archive list|drain`: what phase two gave up on, and settling it now."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from consumers.archive import ArchivedMessage, DrainFilter, Settled, list_archive
+from deletion.topics import NamespaceName
+
+from .cli_options import (
+    AsJson,
+    BrokerOpt,
+    ConfigFile,
+    MetadataStoreOpt,
+    Settings,
+    load,
+    setup_logging,
+)
+from .errors import ConfigurationError
+
+archive_app = typer.Typer(
+    help="The archive of deletions phase two gave up on: list it, drain it.",
+    no_args_is_help=True,
+)
+NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", help="tenant/namespace.")]
+Wait = Annotated[
+    float, typer.Option(help="Seconds without a new message before the archive counts as read.")
+]
+
+
+def _when(ms: int | None) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S") if ms else "-"
+
+
+def _table(rows: list[ArchivedMessage], title: str) -> Table:
+    table = Table(
+        "namespace",
+        "ledger",
+        "component",
+        "topic",
+        "attempts",
+        "first try",
+        "last try",
+        "reason",
+        title=title,
+    )
+    for archived in rows:
+        info = archived.info
+        table.add_row(
+            str(archived.namespace),
+            str(info.ledger_id) if info else "?",
+            info.ledger_component.value if info else "?",
+            str(info.topic_name) if info else "(undecodable)",
+            str(archived.attempts),
+            _when(archived.first_try_ms),
+            _when(archived.last_try_ms),
+            archived.reason,
+        )
+    return table
+
+
+@archive_app.command("list")
+def list_command(
+    namespace: NamespaceOpt = None,
+    as_json: AsJson = False,
+    wait: Wait = 2.0,
+    config_file: ConfigFile = None,
+    settings: Settings = None,
+    metadata_store: MetadataStoreOpt = None,
+    broker_url: BrokerOpt = None,
+) -> None:
+    """Show what is archived and why, without consuming it."""
+    from .wiring import open_sidecar
+
+    setup_logging(False)
+    config = load(config_file, settings, metadata_store, broker_url).config
+    sidecar = open_sidecar(config)
+    try:
+        namespaces = [NamespaceName.parse(namespace)] if namespace else sorted(sidecar.namespaces())
+        rows = [row for ns in namespaces for row in list_archive(sidecar.client, ns, wait)]
+    finally:
+        sidecar.close()
+    if as_json:
+        typer.echo(json.dumps([row.as_json() for row in rows]))
+        return
+    Console().print(_table(rows, f"{len(rows)} archived"))
+
+
+@archive_app.command("drain")
+def drain_command(
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="tenant/namespace.")],
+    reason: Annotated[
+        str | None, typer.Option(help="Only messages whose reason contains this.")
+    ] = None,
+    component: Annotated[str | None, typer.Option(help="Only this ledger component.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Settle at most this many.")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would happen; change nothing.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    as_json: AsJson = False,
+    wait: Wait = 2.0,
+    config_file: ConfigFile = None,
+    settings: Settings = None,
+    metadata_store: MetadataStoreOpt = None,
+    broker_url: BrokerOpt = None,
+) -> None:
+    """Re-check archived messages now: delete what is safe, requeue what may become safe
+    (with a fresh attempt count), archive the rest again with the new reason."""
+    from .wiring import open_sidecar
+
+    setup_logging(False)
+    config = load(config_file, settings, metadata_store, broker_url).config
+    target = NamespaceName.parse(namespace)
+    if not (dry_run or yes):
+        if not sys.stdin.isatty():
+            raise ConfigurationError("drain changes the archive: pass --yes (or --dry-run)")
+        typer.confirm(f"Drain the archive of {target}?", abort=True)
+    only = DrainFilter(reason=reason, component=component, limit=limit)
+    console = Console(stderr=True)
+    sidecar = open_sidecar(config)
+    try:
+        with Progress(console=console, transient=True) as progress:
+            task = progress.add_task(f"draining {target}", total=limit)
+            settled = sidecar.archive_drain().drain(
+                target, only, dry_run, wait, lambda *_: progress.advance(task)
+            )
+    finally:
+        sidecar.close()
+    counts = Counter(outcome.value for _, outcome, _ in settled)
+    if as_json:
+        rows = [{**a.as_json(), "outcome": o.value, "new_reason": r} for a, o, r in settled]
+        typer.echo(
+            json.dumps(
+                {
+                    "namespace": str(target),
+                    "dry_run": dry_run,
+                    "counts": dict(counts),
+                    "messages": rows,
+                }
+            )
+        )
+        return
+    table = Table("ledger", "topic", "outcome", "why", title=f"drained {target}")
+    for archived, outcome, why in settled:
+        info = archived.info
+        table.add_row(
+            str(info.ledger_id) if info else "?",
+            str(info.topic_name) if info else "(undecodable)",
+            outcome.value,
+            why,
+        )
+    Console().print(table)
+    Console().print(
+        ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "nothing to drain"
+    )
+
+
+__all__ = ["Settled", "archive_app"]

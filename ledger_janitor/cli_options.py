@@ -1,0 +1,72 @@
+"""Options every command shares, and loading the configuration they describe."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from config import CONFIG_FILE_ENV, LoadedConfiguration, load_configuration
+
+from . import logs
+
+err = Console(stderr=True)
+
+ConfigFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help=f"Pulsar-style properties file (or ${CONFIG_FILE_ENV}).",
+        envvar=CONFIG_FILE_ENV,
+        show_default=False,
+    ),
+]
+Settings = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        "-s",
+        metavar="KEY=VALUE",
+        help="Override a setting, e.g. --set sendDelaySecondsOfTwoPhaseDeletion=5.",
+    ),
+]
+MetadataStoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--metadata-store", help="metadataStoreUrl: zk:host:port[/chroot] or sqlite:PATH."
+    ),
+]
+BrokerOpt = Annotated[
+    str | None, typer.Option("--broker-url", help="brokerServiceUrl, pulsar://host:port.")
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log every message handled.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Log warnings and errors only.")]
+
+
+def setup_logging(verbose: bool) -> None:
+    logs.configure(logging.INFO if verbose else logging.WARNING)
+
+
+def load(
+    config_file: Path | None,
+    settings: list[str] | None,
+    metadata_store: str | None = None,
+    broker_url: str | None = None,
+) -> LoadedConfiguration:
+    overrides: dict[str, str] = {}
+    for item in settings or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--set")
+        overrides[key.strip()] = value.strip()
+    if metadata_store is not None:
+        overrides["metadataStoreUrl"] = metadata_store
+    if broker_url is not None:
+        overrides["brokerServiceUrl"] = broker_url
+    return load_configuration(config_file, os.environ, overrides)
