@@ -1,0 +1,19 @@
+# The ledger-janitor sidecar: `docker build -t ledger-janitor .`
+FROM python:3.11-slim
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY config config
+COPY deletion deletion
+COPY producers producers
+COPY consumers consumers
+COPY cursor cursor
+COPY ledger_janitor ledger_janitor
+RUN pip install --no-cache-dir . && rm -rf /root/.cache
+
+# Unprivileged; the metrics port (/metrics, /health, /ready) is the only one it serves.
+USER 65534:65534
+EXPOSE 9464
+HEALTHCHECK --interval=15s --timeout=3s CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:9464/health').status != 200)"
+ENTRYPOINT ["ledger-janitor"]
+CMD ["run"]
