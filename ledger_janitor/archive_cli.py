@@ -22,8 +22,7 @@ from .cli_options import (
     ConfigFile,
     MetadataStoreOpt,
     Settings,
-    load,
-    setup_logging,
+    sidecar_for,
 )
 from .errors import ConfigurationError
 
@@ -79,16 +78,9 @@ def list_command(
     broker_url: BrokerOpt = None,
 ) -> None:
     """Show what is archived and why, without consuming it."""
-    from .wiring import open_sidecar
-
-    setup_logging(False)
-    config = load(config_file, settings, metadata_store, broker_url).config
-    sidecar = open_sidecar(config)
-    try:
+    with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
         namespaces = [NamespaceName.parse(namespace)] if namespace else sorted(sidecar.namespaces())
         rows = [row for ns in namespaces for row in list_archive(sidecar.client, ns, wait)]
-    finally:
-        sidecar.close()
     if as_json:
         typer.echo(json.dumps([row.as_json() for row in rows]))
         return
@@ -116,26 +108,20 @@ def drain_command(
 ) -> None:
     """Re-check archived messages now: delete what is safe, requeue what may become safe
     (with a fresh attempt count), archive the rest again with the new reason."""
-    from .wiring import open_sidecar
-
-    setup_logging(False)
-    config = load(config_file, settings, metadata_store, broker_url).config
     target = NamespaceName.parse(namespace)
     if not (dry_run or yes):
         if not sys.stdin.isatty():
             raise ConfigurationError("drain changes the archive: pass --yes (or --dry-run)")
         typer.confirm(f"Drain the archive of {target}?", abort=True)
     only = DrainFilter(reason=reason, component=component, limit=limit)
-    console = Console(stderr=True)
-    sidecar = open_sidecar(config)
-    try:
-        with Progress(console=console, transient=True) as progress:
-            task = progress.add_task(f"draining {target}", total=limit)
-            settled = sidecar.archive_drain().drain(
-                target, only, dry_run, wait, lambda *_: progress.advance(task)
-            )
-    finally:
-        sidecar.close()
+    with (
+        sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar,
+        Progress(console=Console(stderr=True), transient=True) as progress,
+    ):
+        task = progress.add_task(f"draining {target}", total=limit)
+        settled = sidecar.archive_drain().drain(
+            target, only, dry_run, wait, lambda *_: progress.advance(task)
+        )
     counts = Counter(outcome.value for _, outcome, _ in settled)
     if as_json:
         rows = [{**a.as_json(), "outcome": o.value, "new_reason": r} for a, o, r in settled]

@@ -26,6 +26,7 @@ from .cli_options import (
     err,
     load,
     setup_logging,
+    sidecar_for,
 )
 from .errors import JanitorError
 
@@ -102,10 +103,6 @@ def enqueue(
     broker_url: BrokerOpt = None,
 ) -> None:
     """Phase one by hand: enqueue delayed pending deletions for ledgers of one topic."""
-    from .wiring import open_sidecar
-
-    setup_logging(False)
-    config = load(config_file, settings, metadata_store, broker_url).config
     parsed = TopicName.parse(topic)
     infos = [
         PendingDeleteLedgerInfo(
@@ -117,11 +114,8 @@ def enqueue(
         )
         for ledger_id in ledger_ids
     ]
-    sidecar = open_sidecar(config)
-    try:
+    with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
         ids = sidecar.phase_one.enqueue(infos)
-    finally:
-        sidecar.close()
     for info, message_id in zip(infos, ids, strict=True):
         typer.echo(f"enqueued {info.describe()} as {message_id}")
 

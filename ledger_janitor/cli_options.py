@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -13,6 +15,9 @@ from rich.console import Console
 from config import CONFIG_FILE_ENV, LoadedConfiguration, load_configuration
 
 from . import logs
+
+if TYPE_CHECKING:
+    from .wiring import Sidecar
 
 err = Console(stderr=True)
 
@@ -51,6 +56,24 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Log warnings and err
 
 def setup_logging(verbose: bool) -> None:
     logs.configure(logging.INFO if verbose else logging.WARNING)
+
+
+@contextmanager
+def sidecar_for(
+    config_file: Path | None,
+    settings: list[str] | None,
+    metadata_store: str | None,
+    broker_url: str | None,
+) -> Iterator[Sidecar]:
+    """A short-lived sidecar (stores, client, producers) for one command, then closed."""
+    from .wiring import open_sidecar
+
+    setup_logging(False)
+    sidecar = open_sidecar(load(config_file, settings, metadata_store, broker_url).config)
+    try:
+        yield sidecar
+    finally:
+        sidecar.close()
 
 
 def load(

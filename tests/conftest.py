@@ -53,6 +53,17 @@ def janitor(backend: Backend, broker: EmbeddedBroker, tmp_path: Path) -> Iterato
 
 
 @pytest.fixture
+def embedded(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[JanitorFactory]:
+    """The embedded default alone: SQLite stores and the shared pulsar-lite broker."""
+    backend = sqlite_backend(str(tmp_path / "janitor.db"))
+    factory = JanitorFactory(backend, broker.service_url, tmp_path)
+    yield factory
+    factory.close()
+    backend.ledgers.close()
+    backend.metadata.close()
+
+
+@pytest.fixture
 def namespace() -> NamespaceName:
     return NamespaceName(f"t{uuid.uuid4().hex[:10]}", "ns")
 

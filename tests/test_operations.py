@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import httpx
 from prometheus_client import CollectorRegistry
@@ -21,7 +20,7 @@ from ledger_janitor.embedded import EmbeddedBroker, free_port
 from ledger_janitor.endpoint import OperationsEndpoint
 from ledger_janitor.seeding import TopicSeeder, pending
 
-from .harness.janitor import JanitorFactory, Recorder, sqlite_backend
+from .harness.janitor import JanitorFactory, Recorder
 from .harness.process import start_sidecar, stop_sidecar, wait_until
 
 
@@ -52,10 +51,9 @@ def total(
 
 
 def test_archive_list_and_drain_with_metrics(
-    broker: EmbeddedBroker, namespace: NamespaceName, tmp_path: Path
+    embedded: JanitorFactory, broker: EmbeddedBroker, namespace: NamespaceName
 ) -> None:
-    backend = sqlite_backend(str(tmp_path / "janitor.db"))
-    janitor = JanitorFactory(backend, broker.service_url, tmp_path)
+    janitor, backend = embedded, embedded.backend
     endpoint = None
     try:
         seeder = TopicSeeder(backend.metadata, backend.factory)
@@ -160,49 +158,40 @@ def test_archive_list_and_drain_with_metrics(
     finally:
         if endpoint is not None:
             endpoint.stop()
-        janitor.close()
-        backend.ledgers.close()
-        backend.metadata.close()
 
 
 def test_run_logs_json_lines_bound_to_each_message_and_serves_health(
-    broker: EmbeddedBroker, namespace: NamespaceName, tmp_path: Path
+    embedded: JanitorFactory, broker: EmbeddedBroker, namespace: NamespaceName
 ) -> None:
-    backend = sqlite_backend(str(tmp_path / "janitor.db"))
-    janitor = JanitorFactory(backend, broker.service_url, tmp_path)
+    janitor, backend = embedded, embedded.backend
+    seeder = TopicSeeder(backend.metadata, backend.factory)
+    seeded = seeder.seed(TopicName(namespace, "logged"), ledgers=3)
+    target = seeded.ledgers[0]
+    janitor.sidecar().phase_one.enqueue_then_commit(
+        [pending(seeded.topic, target)], lambda: seeder.release(seeded, [target])
+    )
+    port = free_port()
+    run = start_sidecar(
+        backend.metadata_url,
+        broker.service_url,
+        metricsPort=port,
+        sendDelaySecondsOfTwoPhaseDeletion=0,
+        authParams="token:s3cret",
+    )
     try:
-        seeder = TopicSeeder(backend.metadata, backend.factory)
-        seeded = seeder.seed(TopicName(namespace, "logged"), ledgers=3)
-        target = seeded.ledgers[0]
-        janitor.sidecar().phase_one.enqueue_then_commit(
-            [pending(seeded.topic, target)], lambda: seeder.release(seeded, [target])
-        )
-        port = free_port()
-        run = start_sidecar(
-            backend.metadata_url,
-            broker.service_url,
-            metricsPort=port,
-            sendDelaySecondsOfTwoPhaseDeletion=0,
-            authParams="token:s3cret",
-        )
-        try:
-            wait_until(lambda: not backend.exists(target), 60, "the deletion")
-            wait_until(lambda: _status(port, "/ready") == 200, 30, "readiness")
-            assert _status(port, "/health") == 200
-        finally:
-            stderr = stop_sidecar(run)
-        lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
-        deleted = [line for line in lines if line["event"] == "deleted"]
-        assert len(deleted) == 1
-        assert deleted[0]["ledger_id"] == target
-        assert deleted[0]["topic"] == str(seeded.topic)
-        assert deleted[0]["namespace"] == str(namespace)
-        assert deleted[0]["message_id"].count(":") >= 2
-        assert "s3cret" not in stderr
+        wait_until(lambda: not backend.exists(target), 60, "the deletion")
+        wait_until(lambda: _status(port, "/ready") == 200, 30, "readiness")
+        assert _status(port, "/health") == 200
     finally:
-        janitor.close()
-        backend.ledgers.close()
-        backend.metadata.close()
+        stderr = stop_sidecar(run)
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    deleted = [line for line in lines if line["event"] == "deleted"]
+    assert len(deleted) == 1
+    assert deleted[0]["ledger_id"] == target
+    assert deleted[0]["topic"] == str(seeded.topic)
+    assert deleted[0]["namespace"] == str(namespace)
+    assert deleted[0]["message_id"].count(":") >= 2
+    assert "s3cret" not in stderr
 
 
 def _status(port: int, path: str) -> int:

@@ -2,57 +2,47 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from consumers.handler import Outcome
 from deletion.ledgers.sqlite import SqliteLedgerStorage
 from deletion.topics import NamespaceName, TopicName
 from ledger_janitor.embedded import EmbeddedBroker
 from ledger_janitor.seeding import TopicSeeder, pending
 
-from .harness.janitor import JanitorFactory, Recorder, sqlite_backend
+from .harness.janitor import JanitorFactory, Recorder
 from .harness.process import start_sidecar, stop_sidecar, wait_until
 
 RELEASED = 600
 
 
 def test_sigterm_mid_batch_loses_nothing(
-    broker: EmbeddedBroker, namespace: NamespaceName, tmp_path: Path
+    embedded: JanitorFactory, broker: EmbeddedBroker, namespace: NamespaceName
 ) -> None:
-    backend = sqlite_backend(str(tmp_path / "janitor.db"))
-    janitor = JanitorFactory(backend, broker.service_url, tmp_path)
-    try:
-        seeder = TopicSeeder(backend.metadata, backend.factory)
-        seeded = seeder.seed(TopicName(namespace, "busy"), ledgers=RELEASED + 2)
-        released = seeded.ledgers[:RELEASED]
-        phase_one = janitor.sidecar(send_delay_seconds_of_two_phase_deletion=0).phase_one
-        phase_one.enqueue_then_commit(
-            [pending(seeded.topic, i) for i in released], lambda: seeder.release(seeded, released)
-        )
-        storage = backend.factory
-        assert isinstance(storage, SqliteLedgerStorage)
-        sidecar = start_sidecar(
-            backend.metadata_url,
-            broker.service_url,
-            sendDelaySecondsOfTwoPhaseDeletion=0,
-            ledgerDeletionParallelismOfTwoPhaseDeletion=2,
-        )
-        wait_until(lambda: len(storage.deletions()) > 0, 60, "the first deletion")
-        stderr = stop_sidecar(sidecar)
-        assert "stopped" in stderr
-        deleted_by_first = len(storage.deletions())
-        assert 0 < deleted_by_first < RELEASED, "SIGTERM did not land mid-batch"
+    janitor, backend = embedded, embedded.backend
+    seeder = TopicSeeder(backend.metadata, backend.factory)
+    seeded = seeder.seed(TopicName(namespace, "busy"), ledgers=RELEASED + 2)
+    released = seeded.ledgers[:RELEASED]
+    phase_one = janitor.sidecar(send_delay_seconds_of_two_phase_deletion=0).phase_one
+    phase_one.enqueue_then_commit(
+        [pending(seeded.topic, i) for i in released], lambda: seeder.release(seeded, released)
+    )
+    storage = backend.factory
+    assert isinstance(storage, SqliteLedgerStorage)
+    sidecar = start_sidecar(
+        backend.metadata_url,
+        broker.service_url,
+        sendDelaySecondsOfTwoPhaseDeletion=0,
+        ledgerDeletionParallelismOfTwoPhaseDeletion=2,
+    )
+    wait_until(lambda: len(storage.deletions()) > 0, 60, "the first deletion")
+    stderr = stop_sidecar(sidecar)
+    assert "stopped" in stderr
+    deleted_by_first = len(storage.deletions())
+    assert 0 < deleted_by_first < RELEASED, "SIGTERM did not land mid-batch"
 
-        recorder = Recorder()
-        janitor.worker(recorder, send_delay_seconds_of_two_phase_deletion=0)
-        wait_until(
-            lambda: len(storage.deletions()) == RELEASED, 60, "every released ledger deleted"
-        )
-        deleted = [ledger for ledger, _ in storage.deletions()]
-        assert sorted(deleted) == sorted(released)  # each exactly once, none referenced
-        assert all(backend.exists(i) for i in seeded.referenced())
-        assert recorder.count(Outcome.ARCHIVED) == 0
-    finally:
-        janitor.close()
-        backend.ledgers.close()
-        backend.metadata.close()
+    recorder = Recorder()
+    janitor.worker(recorder, send_delay_seconds_of_two_phase_deletion=0)
+    wait_until(lambda: len(storage.deletions()) == RELEASED, 60, "every released ledger deleted")
+    deleted = [ledger for ledger, _ in storage.deletions()]
+    assert sorted(deleted) == sorted(released)  # each exactly once, none referenced
+    assert all(backend.exists(i) for i in seeded.referenced())
+    assert recorder.count(Outcome.ARCHIVED) == 0
