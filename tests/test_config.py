@@ -84,7 +84,9 @@ def test_defaults_match_the_documented_values() -> None:
     assert config.file_system_uri == ""
     assert config.file_system_offload_storage_base_path == ""
     assert set(loaded.sources.values()) == {"default"}
-    assert len(loaded.sources) == len(SPECS) == 35
+    assert config.metrics_port == 9464
+    assert config.metrics_bind_address == "127.0.0.1"
+    assert len(loaded.sources) == len(SPECS) == 37
 
 
 def test_every_field_carries_key_type_default_and_doc() -> None:

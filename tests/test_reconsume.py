@@ -164,6 +164,7 @@ def test_first_reconsume_sets_the_java_properties(rig: Rig) -> None:
         "REAL": "kept",
         props.REAL_TOPIC: ARRIVED_ON,
         props.ORIGIN_MESSAGE_ID: "12:34:2",
+        props.FIRST_ATTEMPT_TIME: str(message.published_ms),
         props.RECONSUME_TIMES: "1",
         props.DELAY_TIME: "600000",
     }
@@ -282,6 +283,7 @@ def test_archive_keeps_bytes_and_properties_and_adds_the_reason(rig: Rig) -> Non
         "trace": "abc",
         props.REAL_TOPIC: ARRIVED_ON,
         props.ORIGIN_MESSAGE_ID: "12:34:2",
+        props.FIRST_ATTEMPT_TIME: str(message.published_ms),
         props.ARCHIVE_REASON: "undecodable message",
         props.ARCHIVE_TIME: "1700000000250",
     }
