@@ -56,7 +56,9 @@ def unwrap(data: bytes, where: str) -> bytes:
     expected = metadata.uncompressedSize
     if not 0 <= expected <= MAX_UNCOMPRESSED:
         raise DecodeError(f"{where}: implausible uncompressed size {expected}")
-    payload = _decompress(data[_HEADER.size + size :], metadata.compressionType, expected, where)
+    payload = decompress_payload(
+        data[_HEADER.size + size :], metadata.compressionType, expected, where
+    )
     if len(payload) != expected:
         raise DecodeError(f"{where}: decompressed {len(payload)} bytes, header says {expected}")
     return payload
@@ -74,9 +76,11 @@ def _compress(payload: bytes, compression: CompressionType.ValueType) -> bytes:
     raise DecodeError(f"unknown compression type {compression}")
 
 
-def _decompress(
+def decompress_payload(
     body: bytes, compression: CompressionType.ValueType, size: int, where: str
 ) -> bytes:
+    """Decompress a payload whose header said `size` bytes (callers check the length).
+    Used by `unwrap` for znode-sized values and by cursor state for ledger-sized ones."""
     try:
         if compression == CompressionType.NONE:
             return body
@@ -86,9 +90,22 @@ def _decompress(
             # One byte past the expected size is enough to detect a lying header.
             return zlib.decompressobj().decompress(body, size + 1)
         if compression == CompressionType.ZSTD:
-            return bytes(zstandard.ZstdDecompressor().decompress(body, max_output_size=size))
+            return _zstd_at_most(body, size + 1)
         if compression == CompressionType.SNAPPY:  # raw Snappy: output at most ~21x the input
             return bytes(cramjam.snappy.decompress_raw(body))
     except Exception as exc:
         raise DecodeError(f"{where}: {CompressionType.Name(compression)} payload: {exc}") from exc
     raise DecodeError(f"{where}: unknown compression type {compression}")
+
+
+def _zstd_at_most(body: bytes, limit: int) -> bytes:
+    """Decompress at most `limit` bytes. `decompress(max_output_size=...)` trusts the size a
+    frame declares over its argument: a 32 KB value declaring 1 GiB would allocate 1 GiB."""
+    out = bytearray()
+    with zstandard.ZstdDecompressor().stream_reader(body) as reader:
+        while len(out) < limit:
+            chunk = reader.read(limit - len(out))
+            if not chunk:
+                break
+            out += chunk
+    return bytes(out)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from config import describe
+from cursor.cli import cursor_app
 from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.topics import TopicName
 
@@ -39,6 +40,7 @@ app = typer.Typer(
 config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(archive_app, name="archive")
+app.add_typer(cursor_app, name="cursor")
 
 
 @config_app.command("show")

@@ -1,0 +1,106 @@
+"""Top-level walk of a PositionInfo or ManagedCursorInfo that hands the big repeated fields to
+numpy and everything else, small, to protobuf.
+
+The loop runs once per top-level field, except that a whole run of canonical MessageRange
+records is consumed in one step. Unknown field numbers and wire types that do not match the
+.proto are refused: in a cursor ledger they mean the bytes are not what we think they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from deletion.proto import require_complete
+from deletion.proto.ml_data_formats_pb2 import MessageRange
+from ledger_janitor.errors import DecodeError
+
+from .bitset_wire import decode_long_list_map
+from .content import LedgerBits, WireRanges
+from .range_wire import decode_range_run
+from .varint import read_varint
+
+VARINT, FIXED64, LENGTH_DELIMITED, FIXED32 = 0, 1, 2, 5
+
+
+@dataclass
+class ScannedMessage:
+    rest: bytes  # every field but the ranges and bit sets, in their original order
+    ranges: WireRanges
+    bitsets: list[LedgerBits] = field(default_factory=list)
+
+
+def scan(
+    data: bytes,
+    wire_types: Mapping[int, int],
+    range_field: int,
+    bitset_field: int | None,
+    where: str,
+) -> ScannedMessage:
+    buf = np.frombuffer(data, np.uint8)
+    rest: list[bytes] = []
+    ranges: list[WireRanges] = []
+    bitsets: list[LedgerBits] = []
+    range_tag = range_field << 3 | LENGTH_DELIMITED
+    position = 0
+    while position < len(data):
+        tag, after = _varint(data, position, where)
+        number, wire = tag >> 3, tag & 7
+        if wire_types.get(number) != wire:
+            raise DecodeError(f"{where}: unexpected field {number} (wire type {wire})")
+        if tag == range_tag:
+            run, end = decode_range_run(buf, position, range_tag)
+            if end > position:
+                ranges.append(run)
+                position = end
+                continue
+        end = _field_end(data, after, wire, where)
+        if tag == range_tag:
+            ranges.append(_one_range(data[_body(data, after, where) : end], where))
+        elif number == bitset_field:
+            bitsets.append(decode_long_list_map(data[_body(data, after, where) : end], where))
+        else:
+            rest.append(data[position:end])
+        position = end
+    return ScannedMessage(b"".join(rest), WireRanges.concat(ranges), bitsets)
+
+
+def _varint(data: bytes, position: int, where: str) -> tuple[int, int]:
+    try:
+        return read_varint(data, position)
+    except ValueError as exc:
+        raise DecodeError(f"{where}: {exc}") from None
+
+
+def _body(data: bytes, after_tag: int, where: str) -> int:
+    return _varint(data, after_tag, where)[1]
+
+
+def _field_end(data: bytes, after_tag: int, wire: int, where: str) -> int:
+    if wire == VARINT:
+        end = _varint(data, after_tag, where)[1]
+    elif wire == FIXED64:
+        end = after_tag + 8
+    elif wire == FIXED32:
+        end = after_tag + 4
+    else:
+        length, body = _varint(data, after_tag, where)
+        end = body + length
+    if end > len(data):
+        raise DecodeError(f"{where}: field overruns the {len(data)} bytes")
+    return end
+
+
+def _one_range(body: bytes, where: str) -> WireRanges:
+    """A MessageRange the vectorised path declined: valid protobuf, just not canonical."""
+    message = MessageRange()
+    try:
+        message.ParseFromString(body)
+    except Exception as exc:
+        raise DecodeError(f"{where}: corrupt MessageRange: {exc}") from exc
+    require_complete(message, where)
+    low, high = message.lowerEndpoint, message.upperEndpoint
+    columns = (low.ledgerId, low.entryId, high.ledgerId, high.entryId)
+    return WireRanges(*(np.array([value], np.int64) for value in columns))
