@@ -35,7 +35,9 @@ from .json_form import (
 from .position_info_codec import decode_position_info, encode_position_info
 
 cursor_app = typer.Typer(
-    help="Cursor acknowledgment state: decode, encode, inspect.", no_args_is_help=True
+    rich_markup_mode=None,  # help texts show [brackets] literally
+    help="Cursor acknowledgment state: decode, encode, inspect.",
+    no_args_is_help=True,
 )
 err = Console(stderr=True)
 

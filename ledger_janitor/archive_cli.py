@@ -27,6 +27,7 @@ from .cli_options import (
 from .errors import ConfigurationError
 
 archive_app = typer.Typer(
+    rich_markup_mode=None,  # help texts show [brackets] literally
     help="The archive of deletions phase two gave up on: list it, drain it.",
     no_args_is_help=True,
 )

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from audit.cli import audit_command
 from config import describe
 from cursor.cli import cursor_app
 from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
@@ -32,15 +33,21 @@ from .cli_options import (
 from .errors import JanitorError
 
 app = typer.Typer(
+    rich_markup_mode=None,  # help texts show [brackets] literally
     help="Delete Apache Pulsar ledgers safely, in two phases (PIP-186).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
+config_app = typer.Typer(
+    rich_markup_mode=None,  # help texts show [brackets] literally
+    help="Inspect the resolved configuration.",
+    no_args_is_help=True,
+)
 app.add_typer(config_app, name="config")
 app.add_typer(archive_app, name="archive")
 app.add_typer(cursor_app, name="cursor")
+app.command("audit")(audit_command)
 
 
 @config_app.command("show")

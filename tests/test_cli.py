@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pulsar
+import pytest
 
 from deletion import message
 from deletion.topics import NamespaceName
@@ -74,8 +75,29 @@ def test_unknown_key_and_bad_value_fail_with_help(tmp_path: Path) -> None:
 def test_help_explains_every_command() -> None:
     result = cli("--help")
     assert result.returncode == 0
-    for command in ("run", "enqueue", "demo", "config"):
+    for command in ("run", "enqueue", "demo", "config", "archive", "cursor", "audit"):
         assert command in result.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "run",
+        "enqueue",
+        "demo",
+        "config show",
+        "archive list",
+        "archive drain",
+        "cursor decode",
+        "cursor encode",
+        "cursor inspect",
+        "audit",
+    ],
+)
+def test_every_help_page_renders(command: str) -> None:
+    result = cli(*command.split(), "--help")
+    assert result.returncode == 0, result.stderr
+    assert "Usage:" in result.stdout
 
 
 def test_enqueue_sends_a_delayed_pending_deletion(

@@ -1,0 +1,7 @@
+"""The orphan-ledger audit: find ledgers no Pulsar metadata references, on Spark.
+
+Layout: `schema` (the DataFrame shapes), `attribution` and `transform` (pure DataFrame
+functions), `ledger_scan`, `reference_scan`, `pulsar_refs` and `files` (IO), `enqueue`
+(phase one), `pipeline` (one audit run), `cli` (the `audit` command). Only this package
+imports PySpark; `audit.cli` imports it lazily, so registering the command costs nothing.
+"""

@@ -1,0 +1,27 @@
+"""The audit on its own: `python -m audit [OPTIONS]`, or on a cluster
+`spark-submit --master URL --py-files janitor.zip audit/__main__.py [OPTIONS]`
+(the zip holding this project's packages, and the nodes having its dependencies)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from audit.cli import audit_command
+from ledger_janitor.errors import JanitorError
+
+
+def main() -> None:
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command("audit")(audit_command)
+    try:
+        app(prog_name="ledger-janitor-audit")
+    except JanitorError as exc:
+        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""Attribution: which topic, namespace and component a ledger belongs to, from its metadata.
+
+Pure DataFrame functions. Pulsar writes `application=pulsar` and `component` on every ledger
+it creates; a managed-ledger or cursor ledger also names its managed ledger
+(`pulsar/managed-ledger=tenant/ns/persistent/<encoded local name>`, a cursor ledger adds
+`pulsar/cursor`), a schema ledger its schema id (`pulsar/schemaId=tenant/ns/<encoded name>`).
+
+A ledger is attributable only when these name a topic exactly as Pulsar spells it, so that
+the worker's ownership check (`deletion.decision.check_ownership`) will accept the message:
+Spark's `url_encode`/`url_decode` are Java's URLEncoder/URLDecoder, the functions Pulsar
+uses, and a name that does not survive the round trip is not attributed. Everything else is
+listed with a reason and never enqueued.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as sf
+
+from deletion.message import LedgerComponent
+
+from .schema import FOREIGN, UNATTRIBUTABLE
+
+_PART: Final = r"[-=:.\w]+"  # Pulsar's NamedEntity rule; Java's \w is ASCII-only
+_ML_NAME: Final = rf"^({_PART})/({_PART})/persistent/([^/]+)$"
+_SCHEMA_ID: Final = rf"^({_PART})/({_PART})/([^/]+)$"
+_PARTITION: Final = r".-partition-[0-9]+$"
+
+
+def _meta(key: str) -> Column:
+    return sf.try_element_at(sf.col("custom_metadata"), sf.lit(key))
+
+
+def _name_parts(name: Column, pattern: str) -> tuple[Column, Column, Column]:
+    """(tenant, namespace, encoded local name); each '' when the name does not match."""
+    return (
+        sf.regexp_extract(name, pattern, 1),
+        sf.regexp_extract(name, pattern, 2),
+        sf.regexp_extract(name, pattern, 3),
+    )
+
+
+def attribute(ledgers: DataFrame) -> DataFrame:
+    """Add `topic`, `namespace`, `component` (a LedgerComponent value), `kind` and `reason`.
+
+    `kind` is null for an attributable ledger, FOREIGN for one without `application=pulsar`
+    and UNATTRIBUTABLE otherwise, with the `reason`; the three name columns are set only
+    for an attributable ledger. Attributable is a positive condition in which a null
+    anywhere counts as false, never a fall-through of the reasons.
+    """
+    application, component = _meta("application"), _meta("component")
+    managed_ledger, cursor, schema_id = (
+        _meta("pulsar/managed-ledger"),
+        _meta("pulsar/cursor"),
+        _meta("pulsar/schemaId"),
+    )
+    is_ml, is_schema = component == "managed-ledger", component == "schema"
+    ml_parts = _name_parts(managed_ledger, _ML_NAME)
+    schema_parts = _name_parts(schema_id, _SCHEMA_ID)
+    tenant, namespace, encoded = (
+        sf.when(is_ml, ml).when(is_schema, schema)
+        for ml, schema in zip(ml_parts, schema_parts, strict=True)
+    )
+    local = sf.try_url_decode(encoded)
+    well_named = (
+        (encoded != "")
+        & (sf.url_encode(local) == encoded)
+        & ~local.isin("", ".", "..")
+        & ~local.contains("/")
+        & ~tenant.isin(".", "..")
+        & ~namespace.isin(".", "..")
+    )
+    is_partition = local.rlike(_PARTITION)
+    is_pulsar = application == "pulsar"
+    attributable = sf.coalesce(
+        is_pulsar
+        & ((is_ml & managed_ledger.isNotNull()) | (is_schema & schema_id.isNotNull()))
+        & ~(is_schema & (cursor.isNotNull() | is_partition))
+        & well_named,
+        sf.lit(False),
+    )
+    why = (
+        sf.when(sf.col("custom_metadata").isNull(), "custom metadata unreadable")
+        .when(~sf.coalesce(is_pulsar, sf.lit(False)), "no application=pulsar")
+        .when(component.isNull(), "no component")
+        .when(
+            ~(is_ml | is_schema),
+            sf.concat(sf.lit("component "), component, sf.lit(" is not deletable by the protocol")),
+        )
+        .when(is_ml & managed_ledger.isNull(), "no pulsar/managed-ledger")
+        .when(is_schema & schema_id.isNull(), "no pulsar/schemaId")
+        .when(is_schema & cursor.isNotNull(), "a schema ledger with pulsar/cursor")
+        .when(encoded == "", "malformed topic name")
+        .when(~sf.coalesce(well_named, sf.lit(False)), "topic name not encoded as Pulsar does")
+        .when(is_schema & is_partition, "schema id names a partition")
+        .otherwise("not attributable")
+    )
+    foreign = sf.col("custom_metadata").isNotNull() & ~sf.coalesce(is_pulsar, sf.lit(False))
+    ledger_component = (
+        sf.when(is_schema, sf.lit(LedgerComponent.SCHEMA_STORAGE.value))
+        .when(cursor.isNotNull(), sf.lit(LedgerComponent.MANAGED_CURSOR.value))
+        .otherwise(sf.lit(LedgerComponent.MANAGED_LEDGER.value))
+    )
+    owner_namespace = sf.concat(tenant, sf.lit("/"), namespace)
+    return ledgers.select(
+        "*",
+        sf.when(attributable, sf.concat(owner_namespace, sf.lit("/"), local)).alias("topic"),
+        sf.when(attributable, owner_namespace).alias("namespace"),
+        sf.when(attributable, ledger_component).alias("component"),
+        sf.when(attributable, sf.lit(None).cast("string"))
+        .when(foreign, sf.lit(FOREIGN))
+        .otherwise(sf.lit(UNATTRIBUTABLE))
+        .alias("kind"),
+        sf.when(attributable, sf.lit(None).cast("string")).otherwise(why).alias("reason"),
+    )

@@ -1,0 +1,85 @@
+"""Phase one for the orphans: each to its own namespace's deletion topic, re-checked.
+
+Every message carries `checkLedgerStillInUse=true`, so the worker looks the topic's
+references up again before deleting anything. Before a single message is sent, each one is
+checked with the worker's own ownership rule (`deletion.decision.check_ownership`) against
+the ledger's custom metadata; a disagreement with the Spark attribution aborts the audit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
+
+from deletion.decision import Verdict, check_ownership
+from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.ports import LedgerRecord
+from deletion.topics import TopicName
+from ledger_janitor.errors import JanitorError
+
+from .errors import AuditError
+
+AUDIT_PROPERTIES: Mapping[str, str] = {"origin": "ledger-janitor-audit"}
+
+
+class Enqueuer(Protocol):
+    """`producers.PhaseOne`: send all and wait, or raise EnqueueError."""
+
+    def enqueue(self, infos: list[PendingDeleteLedgerInfo]) -> list[object]: ...
+
+
+class OrphanRow(Protocol):
+    ledger_id: int
+    topic: str | None
+    namespace: str | None
+    component: str | None
+    custom_metadata: Mapping[str, str] | None
+
+
+def pending_deletion(row: OrphanRow) -> PendingDeleteLedgerInfo:
+    """The message for one orphan, refused unless the worker would accept its ownership."""
+    if row.topic is None or row.component is None or row.custom_metadata is None:
+        raise AuditError(f"orphan {row.ledger_id} is not attributed")
+    try:
+        topic = TopicName.parse(row.topic)
+        info = PendingDeleteLedgerInfo(
+            topic,
+            LedgerComponent(row.component),
+            LedgerType.LEDGER,
+            row.ledger_id,
+            check_ledger_still_in_use=True,
+            properties=AUDIT_PROPERTIES,
+        )
+    except (JanitorError, ValueError) as exc:
+        raise AuditError(f"orphan {row.ledger_id}: {exc}") from exc
+    if str(topic.namespace) != row.namespace:
+        raise AuditError(f"orphan {row.ledger_id}: {topic} is not in namespace {row.namespace}")
+    metadata = {key: value.encode("utf-8") for key, value in row.custom_metadata.items()}
+    decision = check_ownership(info, LedgerRecord(row.ledger_id, metadata))
+    if decision.verdict is not Verdict.DELETE:
+        raise AuditError(f"attribution disagrees with the worker's rule: {decision.reason}")
+    return info
+
+
+def enqueue_orphans(
+    phase_one: Enqueuer,
+    rows: Iterable[OrphanRow],
+    batch_size: int = 500,
+    advance: Callable[[int], None] = lambda n: None,
+) -> int:
+    """Check every orphan first, then send them in batches; returns how many were sent.
+
+    A failed batch raises AuditError: what was sent before it stays sent, which is safe,
+    since the worker re-checks each message and deletes only unreferenced ledgers.
+    """
+    infos = [pending_deletion(row) for row in rows]
+    sent = 0
+    for start in range(0, len(infos), batch_size):
+        batch = infos[start : start + batch_size]
+        try:
+            phase_one.enqueue(batch)
+        except JanitorError as exc:
+            raise AuditError(f"enqueue failed after {sent} of {len(infos)}: {exc}") from exc
+        sent += len(batch)
+        advance(len(batch))
+    return sent

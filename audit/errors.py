@@ -1,0 +1,30 @@
+"""The audit's one error type, and how a failed Spark job is reported."""
+
+from __future__ import annotations
+
+import re
+
+from ledger_janitor.errors import JanitorError
+
+
+class AuditError(JanitorError):
+    """The audit cannot give a trustworthy answer; nothing was enqueued after it."""
+
+
+_OUR_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w*Error): (.+)$")
+
+
+def describe_failure(exc: BaseException) -> str:
+    """The most telling line of an exception raised on an executor.
+
+    Spark wraps a Python error raised in a task in a JVM exception whose text holds the
+    task's whole traceback; the last `SomethingError: message` line is the cause.
+    """
+    lines = [line.strip() for line in str(exc).splitlines()]
+    causes = [m for line in lines if (m := _OUR_ERROR.match(line))]
+    python_causes = [m for m in causes if not m.group(1).startswith("Py4J")]
+    if python_causes:
+        cause = python_causes[-1]
+        return f"{cause.group(1)}: {cause.group(2)}"
+    first = next((line for line in lines if line), type(exc).__name__)
+    return first[:500]

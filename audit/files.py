@@ -1,0 +1,107 @@
+"""Inventory and reference files (JSON lines or Parquet) in, the Parquet report out.
+
+The file schemas are documented in `audit.schema`. A Parquet input is a file or a dataset
+directory; JSON lines are read strictly (FAILFAST): a malformed line aborts the audit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as sf
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DataType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructType,
+)
+
+from .errors import AuditError
+from .schema import INVENTORY_SCHEMA, REFERENCE_SCHEMA
+
+_JSON_SUFFIXES = {".json", ".jsonl", ".ndjson"}
+_PARQUET_SUFFIXES = {".parquet", ".pq"}
+_INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+_METADATA = MapType(StringType(), StringType())
+_REFERENCE_FILE = StructType([f for f in REFERENCE_SCHEMA.fields if f.name != "namespace"])
+
+
+def _read(spark: SparkSession, path: Path, json_schema: StructType) -> DataFrame:
+    if not path.exists():
+        raise AuditError(f"no such file: {path}")
+    if path.is_dir() or path.suffix in _PARQUET_SUFFIXES:
+        return spark.read.parquet(str(path))
+    if path.suffix in _JSON_SUFFIXES:
+        return spark.read.schema(json_schema).option("mode", "FAILFAST").json(str(path))
+    raise AuditError(f"{path}: name it *.parquet (or a Parquet directory) or *.jsonl / *.json")
+
+
+def _column(frame: DataFrame, name: str, wanted: DataType, path: Path, required: bool) -> Column:
+    """The column cast to `wanted`, refusing types that would lose meaning."""
+    fields = {f.name: f.dataType for f in frame.schema.fields}
+    if name not in fields:
+        if required:
+            raise AuditError(f"{path}: no column {name!r}")
+        return sf.lit(None).cast(wanted).alias(name)
+    actual = fields[name]
+    integral = isinstance(wanted, LongType) and isinstance(actual, _INTEGRAL)
+    if actual != wanted and not integral:
+        raise AuditError(
+            f"{path}: column {name!r} is {actual.simpleString()}, not {wanted.simpleString()}"
+        )
+    return sf.col(name).cast(wanted).alias(name)
+
+
+def read_inventory(spark: SparkSession, path: Path) -> DataFrame:
+    frame = _read(spark, path, INVENTORY_SCHEMA)
+    return frame.select(
+        _column(frame, "ledger_id", LongType(), path, required=True),
+        _column(frame, "ctime_ms", LongType(), path, required=True),
+        _column(frame, "custom_metadata", _METADATA, path, required=True),
+        _column(frame, "size", LongType(), path, required=False),
+    )
+
+
+def read_references(spark: SparkSession, path: Path) -> DataFrame:
+    frame = _read(spark, path, _REFERENCE_FILE)
+    topic = _column(frame, "topic", StringType(), path, required=False)
+    deleted = _column(frame, "bookkeeper_deleted", BooleanType(), path, required=False)
+    with_topic = frame.select(
+        _column(frame, "ledger_id", LongType(), path, required=True),
+        topic,
+        _column(frame, "component", StringType(), path, required=False),
+        sf.coalesce(deleted, sf.lit(False)).alias("bookkeeper_deleted"),
+    )
+    namespace = sf.regexp_extract("topic", r"^([^/]+/[^/]+)/", 1)
+    return with_topic.select(
+        "ledger_id",
+        "topic",
+        sf.when(namespace != "", namespace).alias("namespace"),
+        "component",
+        "bookkeeper_deleted",
+    )
+
+
+def write_report(
+    output: Path,
+    classified: DataFrame,
+    dangling: DataFrame,
+    summary: DataFrame,
+    figures: Mapping[str, Any],
+) -> None:
+    """`unreferenced/status=*/` (orphans, unattributable, foreign, young listed apart),
+    `dangling/`, `summary/` as Parquet, and `audit.json` with the figures."""
+    output.mkdir(parents=True, exist_ok=True)
+    classified.write.mode("overwrite").partitionBy("status").parquet(str(output / "unreferenced"))
+    dangling.coalesce(1).write.mode("overwrite").parquet(str(output / "dangling"))
+    summary.coalesce(1).write.mode("overwrite").parquet(str(output / "summary"))
+    (output / "audit.json").write_text(json.dumps(dict(figures), indent=2) + "\n")

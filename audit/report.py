@@ -1,0 +1,72 @@
+"""What the operator reads: the summary table and the dangling-reference alarm."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from pyspark.sql import Row
+from rich.console import Console
+from rich.table import Table
+
+from .schema import ORPHAN
+
+MAX_LISTED = 20
+
+
+def _bytes(value: int | None) -> str:
+    if value is None:
+        return "-"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def _time(ctime_ms: int | None) -> str:
+    if ctime_ms is None:
+        return "-"
+    return datetime.fromtimestamp(ctime_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def summary_table(rows: Sequence[Row]) -> Table:
+    table = Table(
+        "status",
+        "namespace",
+        "component",
+        "ledgers",
+        "bytes",
+        "oldest (UTC)",
+        title="unreferenced ledgers",
+    )
+    for row in rows:
+        style = "bold" if row["status"] == ORPHAN else None
+        table.add_row(
+            row["status"],
+            row["namespace"] or "-",
+            row["component"] or "-",
+            str(row["ledgers"]),
+            _bytes(row["bytes"]),
+            _time(row["oldest_ctime_ms"]),
+            style=style,
+        )
+    return table
+
+
+def print_report(console: Console, rows: Sequence[Row], dangling_ids: Sequence[int]) -> None:
+    if rows:
+        console.print(summary_table(rows))
+    else:
+        console.print("no unreferenced ledgers")
+    if dangling_ids:
+        listed = ", ".join(map(str, dangling_ids[:MAX_LISTED]))
+        more = (
+            f" and {len(dangling_ids) - MAX_LISTED} more" if len(dangling_ids) > MAX_LISTED else ""
+        )
+        console.print(
+            f"[bold red]DANGLING:[/] {len(dangling_ids)} ledgers referenced by metadata do "
+            f"not exist (possible data loss): {listed}{more}",
+            highlight=False,
+        )

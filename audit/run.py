@@ -1,0 +1,86 @@
+"""The `audit` command's body: configuration in, figures out (PySpark imported here)."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from config import ServiceConfiguration, parse_store_url
+
+from .enqueue import enqueue_orphans
+from .errors import AuditError
+from .ledger_scan import open_ledger_reader
+from .pipeline import AuditOptions, run_audit
+from .progress import ScanProgress
+from .report import print_report
+from .session import open_session
+
+
+def run_command(
+    config: ServiceConfiguration,
+    *,
+    inventory: Path | None,
+    references: Path | None,
+    now_ms: int,
+    min_age_ms: int,
+    output: Path | None,
+    enqueue: bool,
+    spark_master: str | None,
+    out: Console,
+    err: Console,
+) -> dict[str, Any]:
+    metadata_url = parse_store_url(config.metadata_store_url)
+    ledgers_url = parse_store_url(
+        config.bookkeeper_metadata_service_uri or config.metadata_store_url
+    )
+    timeout = float(config.operation_timeout_seconds)
+    options = AuditOptions(
+        now_ms=now_ms,
+        min_age_ms=min_age_ms,
+        metadata=None if references else metadata_url,
+        ledgers=None if inventory else ledgers_url,
+        inventory_file=inventory,
+        references_file=references,
+        output=output,
+        timeout_seconds=timeout,
+    )
+    with ExitStack() as stack:
+        try:
+            session = open_session(spark_master)
+        except Exception as exc:  # no Java, a bad master URL: PySpark raises many kinds
+            raise AuditError(f"cannot start Spark: {exc}") from exc
+        stack.callback(session.close)
+        progress = ScanProgress(session.spark.sparkContext, err)
+        # Dangling candidates are looked up again only against the store that was scanned.
+        storage = None
+        if inventory is None:
+            storage = open_ledger_reader(ledgers_url, timeout)
+            stack.callback(storage.close)
+        result = run_audit(session.spark, options, progress, storage)
+        print_report(out, result.summary, result.dangling_ids)
+        enqueued = 0
+        if enqueue and result.orphans:
+            enqueued = _enqueue(config, result.orphan_rows(), result.orphans, progress)
+            err.print(f"enqueued {enqueued} orphans for deletion (the worker re-checks each)")
+        elif result.orphans:
+            err.print(f"dry run: {result.orphans} orphans found; --enqueue sends them to phase one")
+        figures = result.figures()
+        figures.update(
+            enqueued=enqueued, dry_run=not enqueue, output=str(output) if output else None
+        )
+        return figures
+    raise AssertionError("unreachable")
+
+
+def _enqueue(config: ServiceConfiguration, rows: Any, total: int, progress: ScanProgress) -> int:
+    from ledger_janitor.wiring import open_sidecar
+
+    sidecar = open_sidecar(config)
+    try:
+        with progress.counter("enqueueing orphans", total) as advance:
+            return enqueue_orphans(sidecar.phase_one, rows, advance=advance)
+    finally:
+        sidecar.close()

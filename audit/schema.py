@@ -1,0 +1,65 @@
+"""The shapes of the audit's DataFrames, and of the files an offline audit reads.
+
+Inventory (one row per ledger that exists; JSON lines or Parquet):
+
+| column | type | meaning |
+| --- | --- | --- |
+| `ledger_id` | long, required | the BookKeeper ledger id |
+| `ctime_ms` | long, nullable | creation time, ms since the epoch; null = unknown, never an orphan |
+| `custom_metadata` | map<string,string>, nullable | custom metadata (UTF-8); null = unreadable |
+| `size` | long, optional | bytes, when known (a closed ledger's length) |
+
+References (one row per reference Pulsar metadata holds; JSON lines or Parquet):
+
+| column | type | meaning |
+| --- | --- | --- |
+| `ledger_id` | long, required | the referenced ledger |
+| `topic` | string, optional | `tenant/namespace/local-name` of the referring topic |
+| `component` | string, optional | MANAGED_LEDGER, MANAGED_CURSOR, SCHEMA_STORAGE or COMPACTED |
+| `bookkeeper_deleted` | boolean, optional | offloaded and deleted from BookKeeper: absent is fine |
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pyspark.sql.types import (
+    BooleanType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+INVENTORY_SCHEMA: Final = StructType(
+    [
+        StructField("ledger_id", LongType(), nullable=False),
+        StructField("ctime_ms", LongType(), nullable=True),
+        StructField("custom_metadata", MapType(StringType(), StringType()), nullable=True),
+        StructField("size", LongType(), nullable=True),
+    ]
+)
+
+REFERENCE_SCHEMA: Final = StructType(
+    [
+        StructField("ledger_id", LongType(), nullable=False),
+        StructField("topic", StringType(), nullable=True),
+        StructField("namespace", StringType(), nullable=True),
+        StructField("component", StringType(), nullable=True),
+        StructField("bookkeeper_deleted", BooleanType(), nullable=False),
+    ]
+)
+
+# Reference components: where in Pulsar's metadata a ledger id was found.
+MANAGED_LEDGER: Final = "MANAGED_LEDGER"
+MANAGED_CURSOR: Final = "MANAGED_CURSOR"
+SCHEMA_STORAGE: Final = "SCHEMA_STORAGE"
+COMPACTED: Final = "COMPACTED"
+
+# The status of an unreferenced ledger. Only ORPHAN is ever enqueued.
+ORPHAN: Final = "orphan"  # old enough, attributable to a topic and a deletable component
+UNATTRIBUTABLE: Final = "unattributable"  # Pulsar's, but no topic/component can be proven
+FOREIGN: Final = "foreign"  # not written by Pulsar (no application=pulsar)
+YOUNG: Final = "young"  # inside the grace period, or of unknown age
+STATUSES: Final = (ORPHAN, UNATTRIBUTABLE, FOREIGN, YOUNG)
