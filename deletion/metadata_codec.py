@@ -40,13 +40,23 @@ def wrap(payload: bytes, compression: CompressionType.ValueType) -> bytes:
 
 def unwrap(data: bytes, where: str) -> bytes:
     """The plain protobuf payload of a metadata value, compressed or not."""
+    return unwrap_with_type(data, where)[0]
+
+
+def unwrap_with_type(
+    data: bytes, where: str, max_uncompressed: int = MAX_UNCOMPRESSED
+) -> tuple[bytes, CompressionType.ValueType]:
+    """The plain payload and the compression it was stored with. `max_uncompressed` bounds
+    what a hostile header may make us allocate: znode-sized by default; cursor-ledger state
+    may be far larger."""
     if not is_wrapped(data):
-        return data
+        return data, CompressionType.NONE
     if len(data) < _HEADER.size:
         raise DecodeError(f"{where}: truncated compression header")
     _, size = _HEADER.unpack_from(data)
     if not 0 <= size <= len(data) - _HEADER.size:
         raise DecodeError(f"{where}: compression header claims {size} metadata bytes")
+    # ManagedLedgerInfoMetadata and ManagedCursorInfoMetadata have the same fields.
     metadata = ManagedLedgerInfoMetadata()
     try:
         metadata.ParseFromString(data[_HEADER.size : _HEADER.size + size])
@@ -54,14 +64,14 @@ def unwrap(data: bytes, where: str) -> bytes:
         raise DecodeError(f"{where}: corrupt compression metadata: {exc}") from exc
     require_complete(metadata, where)
     expected = metadata.uncompressedSize
-    if not 0 <= expected <= MAX_UNCOMPRESSED:
+    if not 0 <= expected <= max_uncompressed:
         raise DecodeError(f"{where}: implausible uncompressed size {expected}")
     payload = decompress_payload(
         data[_HEADER.size + size :], metadata.compressionType, expected, where
     )
     if len(payload) != expected:
         raise DecodeError(f"{where}: decompressed {len(payload)} bytes, header says {expected}")
-    return payload
+    return payload, metadata.compressionType
 
 
 def _compress(payload: bytes, compression: CompressionType.ValueType) -> bytes:
