@@ -17,6 +17,11 @@ from ledger_janitor.errors import ConfigurationError
 ENV_PREFIX: Final = "LEDGER_JANITOR_"
 # Names the properties file; the CLI reads it, so the loader must not call it unknown.
 CONFIG_FILE_ENV: Final = "LEDGER_JANITOR_CONFIG"
+# Not settings either: ZooKeeper digest credentials (read by the ZooKeeper store, never
+# shown) and the test suite's switch for its long variants.
+NOT_SETTINGS: Final = frozenset(
+    {CONFIG_FILE_ENV, "LEDGER_JANITOR_ZOOKEEPER_DIGEST", "LEDGER_JANITOR_LONG_TESTS"}
+)
 
 
 def snake_case(key: str) -> str:
@@ -132,7 +137,7 @@ def _env_entries(environ: Mapping[str, str], errors: list[str]) -> list[_Entry]:
     found: list[_Entry] = []
     # Sorted so the error list does not depend on the order of the process environment.
     for name in sorted(environ):
-        if not name.startswith(ENV_PREFIX) or name == CONFIG_FILE_ENV:
+        if not name.startswith(ENV_PREFIX) or name in NOT_SETTINGS:
             continue
         spec = _BY_ENV.get(name)
         if spec is None:

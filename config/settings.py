@@ -141,13 +141,16 @@ class ServiceConfiguration:
         choices=("METADATA", "ADMIN"),
     )
     tls_trust_certs_file_path: str = _setting(
-        "", "tlsTrustCertsFilePath", "str", "CA file trusted for https:// admin URLs."
+        "",
+        "tlsTrustCertsFilePath",
+        "str",
+        "CA file trusted for https:// admin URLs and pulsar+ssl:// brokers.",
     )
     tls_allow_insecure_connection: bool = _setting(
         False,
         "tlsAllowInsecureConnection",
         "bool",
-        "Accept any TLS certificate from the admin URL (tests only).",
+        "Accept any TLS certificate from the admin URL or broker (tests only).",
     )
     bookie_http_service_url: str = _setting(
         "",

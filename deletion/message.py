@@ -67,10 +67,13 @@ class PendingDeleteLedgerInfo:
 
 def _load_schema() -> Any:
     text = resources.files("deletion").joinpath("pending_delete_ledger_info.avsc").read_text()
-    return fastavro.parse_schema(json.loads(text))
+    return json.loads(text)
 
 
-SCHEMA = _load_schema()
+SCHEMA = fastavro.parse_schema(_load_schema())
+# topicName, ledgerComponent, ledgerType and ledgerId, which a Java writer encodes first.
+_HEAD = _load_schema()
+_HEAD_SCHEMA = fastavro.parse_schema({**_HEAD, "fields": _HEAD["fields"][:4]})
 
 
 def encode(info: PendingDeleteLedgerInfo) -> bytes:
@@ -104,7 +107,16 @@ def decode(payload: bytes) -> PendingDeleteLedgerInfo:
         raise DecodeError(f"{len(payload) - stream.tell()} trailing bytes after the record")
     if not isinstance(record, dict):
         raise DecodeError("not an Avro record")
-    return _from_record(record)
+    info = _from_record(record)
+    # fastavro keeps the low 64 bits of an over-long varint (Java refuses one): a huge
+    # ledgerId must not alias a small one, so the head must be encoded as Java would.
+    head = io.BytesIO()
+    fastavro.schemaless_writer(head, _HEAD_SCHEMA, record)
+    if not payload.startswith(head.getvalue()):
+        raise DecodeError(
+            "non-canonical encoding of topicName, ledgerComponent, ledgerType or ledgerId"
+        )
+    return info
 
 
 def _from_record(record: dict[str, Any]) -> PendingDeleteLedgerInfo:

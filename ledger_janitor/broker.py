@@ -12,6 +12,7 @@ import pulsar
 
 from config import ServiceConfiguration
 
+from .auth import token_from
 from .errors import BrokerError, TransientBrokerError
 
 TRANSIENT_RESULTS = frozenset(
@@ -44,7 +45,12 @@ def connect(config: ServiceConfiguration, log_file: Path | None = None) -> pulsa
     if log_file is not None:
         logger = pulsar.FileLogger(pulsar.LoggerLevel.Warn, str(log_file))
     authentication = None
-    if config.auth_plugin:
+    # The C++ client reads `file:/path` as an empty token and sends a token file's trailing
+    # newline: resolve every AuthenticationToken form ourselves, as the admin REST client does.
+    token = token_from(config.auth_plugin, config.auth_params)
+    if token is not None:
+        authentication = pulsar.AuthenticationToken(token)
+    elif config.auth_plugin:
         authentication = pulsar.Authentication(config.auth_plugin, config.auth_params)
     return pulsar.Client(
         config.broker_service_url,
@@ -52,6 +58,8 @@ def connect(config: ServiceConfiguration, log_file: Path | None = None) -> pulsa
         operation_timeout_seconds=config.operation_timeout_seconds,
         message_listener_threads=1,
         logger=logger,
+        tls_trust_certs_file_path=config.tls_trust_certs_file_path or None,
+        tls_allow_insecure_connection=config.tls_allow_insecure_connection,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,9 +20,15 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.security import CREATOR_ALL_ACL
 
 from config import StoreUrl
-from ledger_janitor.errors import MetadataError, TransientMetadataError, VersionConflictError
+from ledger_janitor.errors import (
+    ConfigurationError,
+    MetadataError,
+    TransientMetadataError,
+    VersionConflictError,
+)
 
 from ..ports import ANY_VERSION, Node, Stat
 
@@ -48,6 +55,21 @@ def _translated(path: str) -> Iterator[None]:
         raise MetadataError(f"invalid ZooKeeper path {path!r}: {exc}") from exc
 
 
+# `user:password` for ZooKeeper's digest scheme; from the environment only, never logged.
+DIGEST_ENV = "LEDGER_JANITOR_ZOOKEEPER_DIGEST"
+
+
+def _client_options() -> dict[str, Any]:
+    """Digest credentials, if configured; the nodes we create are then ours alone, as
+    BookKeeper and Pulsar create theirs when ZooKeeper security is on (CREATOR_ALL_ACL)."""
+    credentials = os.environ.get(DIGEST_ENV, "")
+    if not credentials:
+        return {}
+    if ":" not in credentials:
+        raise ConfigurationError(f"{DIGEST_ENV} must be user:password")
+    return {"auth_data": [("digest", credentials)], "default_acl": CREATOR_ALL_ACL}
+
+
 def _stat(zstat: Any) -> Stat:
     return Stat(version=zstat.version, ctime_ms=zstat.ctime, mtime_ms=zstat.mtime)
 
@@ -59,17 +81,18 @@ class ZooKeeperMetadataStore:
 
     @classmethod
     def connect(cls, url: StoreUrl, timeout: float = 15.0) -> ZooKeeperMetadataStore:
+        options = _client_options()
         with _translated("/"):
             if url.chroot:
                 # kazoo resolves every path under the chroot, which must exist first.
-                bare = KazooClient(hosts=url.hosts, timeout=timeout)
+                bare = KazooClient(hosts=url.hosts, timeout=timeout, **options)
                 bare.start(timeout=timeout)
                 try:
                     bare.ensure_path(url.chroot)
                 finally:
                     bare.stop()
                     bare.close()
-            client = KazooClient(hosts=url.hosts + url.chroot, timeout=timeout)
+            client = KazooClient(hosts=url.hosts + url.chroot, timeout=timeout, **options)
             client.start(timeout=timeout)
         return cls(client, owns_client=True)
 

@@ -1,0 +1,134 @@
+"""Load: many pending deletions over many namespaces, two `ledger-janitor run` processes.
+
+Default: 5,000 deletions over 20 namespaces; LEDGER_JANITOR_LONG_TESTS=1: 100,000 over 100.
+All are handled, none is lost (each ledger deleted exactly once, nothing else deleted, the
+subscriptions' backlog empty), memory stays bounded, and no producer or consumer is left
+open, as both the processes and the broker itself count them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bench._common import enqueue_then_commit, remaining, seed, topics_over
+from deletion.namespaces import NamespaceRegistry
+from deletion.topics import SUBSCRIPTION
+from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.wiring import open_sidecar
+
+from ..harness.janitor import zookeeper_backend
+from ..harness.process import wait_until
+from ..harness.zookeeper import ZooKeeperServer
+from .support import LONG, broker_metrics, metric_sum, scaled, start_worker, wait_ready
+
+NAMESPACES = scaled(20, 100)
+DELETIONS = scaled(5_000, 100_000)
+TOPICS_PER_NAMESPACE = 5
+# A worker's memory must not grow with the backlog: the receiver queues, the early-delivery
+# gate and the in-use cache are all bounded. Measured: about 110 MB either way.
+PEAK_RSS_LIMIT_KB = 300 * 1024
+MAX_PRODUCERS = 64  # the pool's bound
+
+
+def test_two_worker_processes_handle_every_pending_deletion_once(
+    zookeeper: ZooKeeperServer, private_broker: EmbeddedBroker, chroot: str, tmp_path: Path
+) -> None:
+    backend = zookeeper_backend(zookeeper.hosts, chroot)
+    store = backend.metadata
+    topics = topics_over(NAMESPACES, NAMESPACES * TOPICS_PER_NAMESPACE, tenant="load")
+    seeded = seed(
+        store.client,  # type: ignore[attr-defined]
+        store,
+        topics,
+        released_per_topic=DELETIONS // len(topics),
+    )
+    released = {i for entry in seeded for i in entry.released}
+    referenced = set().union(*(entry.referenced() for entry in seeded))
+    registry = NamespaceRegistry(store)
+    for namespace in {topic.namespace for topic in topics}:
+        registry.register(namespace)  # so both workers subscribe before the burst
+
+    settings = {
+        "sendDelaySecondsOfTwoPhaseDeletion": 0,
+        "reconsumeLaterSecondsOfTwoPhaseDeletion": 1,
+        "ledgerDeletionParallelismOfTwoPhaseDeletion": 4,
+    }
+    url, broker_url = backend.metadata_url, private_broker.service_url
+    first = start_worker("worker-1", tmp_path, url, broker_url, **settings)
+    # Consumer ids disjoint from the first process's (see worker_main.py): each namespace
+    # takes a multi-topic consumer over two 4-partition topics, about a dozen ids.
+    second = start_worker(
+        "worker-2", tmp_path, url, broker_url, burn_consumer_ids=50 * NAMESPACES + 500, **settings
+    )
+    producer_side = open_sidecar(
+        first_config(url, broker_url), client_log=tmp_path / "phase-one-client.log"
+    )
+    try:
+        wait_ready(first, second, timeout=120)
+        started = time.monotonic()
+        enqueue_then_commit(producer_side, seeded)
+        peaks = {first.name: 0, second.name: 0}
+
+        def all_handled() -> bool:
+            for worker in (first, second):
+                worker.assert_alive()
+                peaks[worker.name] = max(peaks[worker.name], worker.peak_rss_kb())
+            done = sum(w.handled("deleted", "already_gone", "archived") for w in (first, second))
+            return done >= len(released)
+
+        wait_until(all_handled, scaled(240, 1800), "every pending deletion handled")
+        elapsed = time.monotonic() - started
+        during = broker_metrics(private_broker)
+    finally:
+        producer_side.close()
+    reports = [first.stop(), second.stop()]
+    stats = [report["stats"] for report in reports]
+
+    # All handled, each exactly once, and none lost: a second deletion of a ledger would
+    # have been "already_gone", and a lost message would leave its ledger behind.
+    assert sum(s.get("deleted", 0) for s in stats) == len(released)
+    assert all(s.get("archived", 0) == 0 and s.get("handed_back", 0) == 0 for s in stats)
+    assert all(s.get("deleted", 0) > 0 for s in stats), f"the work was not shared: {stats}"
+    assert remaining(store) == referenced
+
+    # Bounded memory, and no leak: at most the pool's producers, one subscription per
+    # namespace, a fixed set of threads; the broker agrees once both have stopped.
+    assert max(peaks.values()) < PEAK_RSS_LIMIT_KB, peaks
+    for report in reports:
+        assert report["producers_open"] <= MAX_PRODUCERS
+        assert report["subscribed"] == NAMESPACES
+        assert report["threads"] < 40, report
+    assert metric_sum(during, "pulsar_broker_producers_count") <= 3 * MAX_PRODUCERS
+
+    def broker_released_everything() -> bool:
+        samples = broker_metrics(private_broker)
+        return (
+            metric_sum(samples, "pulsar_broker_producers_count") == 0
+            and metric_sum(samples, "pulsar_broker_consumers_count") == 0
+            and metric_sum(samples, "pulsar_active_connections") == 0
+        )
+
+    wait_until(broker_released_everything, 60, "the broker to see every client gone")
+    backlog = metric_sum(
+        broker_metrics(private_broker), "pulsar_subscription_back_log", subscription=SUBSCRIPTION
+    )
+    assert backlog == 0
+    print(
+        f"\nload: {len(released):,} deletions over {NAMESPACES} namespaces in {elapsed:.1f}s"
+        f" ({len(released) / elapsed:,.0f}/s) by 2 processes; split "
+        f"{[s.get('deleted', 0) for s in stats]}; peak RSS MB "
+        f"{[round(v / 1024) for v in peaks.values()]}; long={LONG}"
+    )
+    backend.ledgers.close()
+
+
+def first_config(metadata_url: str, broker_url: str):  # type: ignore[no-untyped-def]
+    from config import ServiceConfiguration
+
+    return ServiceConfiguration().with_overrides(
+        metadata_store_url=metadata_url,
+        broker_service_url=broker_url,
+        send_delay_seconds_of_two_phase_deletion=0,
+        operation_timeout_seconds=60,
+    )
