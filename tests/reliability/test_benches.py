@@ -1,0 +1,75 @@
+"""Every phase-two bench runs with --quick and ends with one JSON object of the right shape."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .support import REPO
+
+SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "worker_throughput": {
+        "count": int,
+        "parallelism": int,
+        "worker_per_second": float,
+        "worker_outcomes": dict,
+        "correct": bool,
+        "raw_kazoo_delete_per_second": float,
+        "raw_kazoo_delete_threads_per_second": float,
+        "raw_kazoo_delete_pipelined_per_second": float,
+        "raw_broker_consume_ack_per_second": float,
+        "slower_raw_per_second": float,
+        "ratio_to_slower_raw": float,
+        "target_met": bool,
+    },
+    "in_use_lookups": {
+        "messages": int,
+        "topics": int,
+        "ttl_seconds": int,
+        "fetches_per_topic_max": int,
+        "fetches_total": int,
+        "metadata_reads": int,
+        "metadata_reads_without_cache": int,
+        "uncached_fetches_per_message": float,
+        "target_met": bool,
+        "correct": bool,
+    },
+    "latency": {
+        "messages": int,
+        "deleted": int,
+        "delay_seconds": int,
+        "latency_seconds": dict,
+        "overhead_seconds": dict,
+        "early": int,
+        "raw_broker_round_trip_seconds": dict,
+    },
+}
+
+
+@pytest.mark.parametrize("bench", sorted(SHAPES))
+def test_bench_quick_json(bench: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", f"bench.{bench}", "--quick", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1, result.stdout[-2000:]  # the table went to stderr
+    figures = json.loads(lines[0])
+    assert figures["bench"] == bench
+    for key, kind in SHAPES[bench].items():
+        assert isinstance(figures[key], kind), (key, figures[key])
+    assert "┃" in result.stderr  # and the table was printed
+    if bench == "worker_throughput":
+        assert figures["correct"] and figures["worker_outcomes"]["deleted"] == figures["count"]
+    elif bench == "in_use_lookups":
+        assert figures["correct"] and figures["fetches_per_topic_max"] == 1
+    else:
+        assert figures["deleted"] == figures["messages"] and figures["early"] == 0
+        assert set(figures["latency_seconds"]) == {"min", "p50", "p95", "p99", "max"}
