@@ -92,6 +92,10 @@ class DeletionWorker:
             thread.start()
             self._threads.append(thread)
 
+    @property
+    def client(self) -> pulsar.Client:
+        return self._client
+
     def live(self) -> tuple[bool, str]:
         alive = all(thread.is_alive() for thread in self._threads)
         if self._stopping.is_set() or not alive:
