@@ -95,6 +95,9 @@ def decompress_payload(
         if compression == CompressionType.NONE:
             return body
         if compression == CompressionType.LZ4:  # a raw block: Pulsar stores no frame
+            # It expands at most 255-fold: refuse a larger claim before allocating it.
+            if size > 255 * len(body) + 64:
+                raise DecodeError(f"{len(body)} LZ4 bytes cannot hold {size} bytes")
             return bytes(lz4.block.decompress(body, uncompressed_size=size))
         if compression == CompressionType.ZLIB:
             # One byte past the expected size is enough to detect a lying header.
@@ -113,8 +116,8 @@ def _zstd_at_most(body: bytes, limit: int) -> bytes:
     frame declares over its argument: a 32 KB value declaring 1 GiB would allocate 1 GiB."""
     out = bytearray()
     with zstandard.ZstdDecompressor().stream_reader(body) as reader:
-        while len(out) < limit:
-            chunk = reader.read(limit - len(out))
+        while len(out) < limit:  # read() allocates what it is asked for: ask in small steps
+            chunk = reader.read(min(1 << 20, limit - len(out)))
             if not chunk:
                 break
             out += chunk

@@ -7,11 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from ledger_janitor import logs
 from ledger_janitor.embedded import EmbeddedBroker
 
 from ..harness.zookeeper import ZooKeeperServer
+from .support import kill_leftovers
 
 
 @pytest.fixture
@@ -29,6 +31,19 @@ def private_zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
 
 
 @pytest.fixture(autouse=True)
-def quiet_logs() -> None:
-    """Warnings only in this process: phase one logs every message it enqueues at INFO."""
+def quiet_logs() -> Iterator[None]:
+    """Warnings only in this process (phase one logs every message it enqueues at INFO);
+    then the logging of whoever runs next is put back as it was."""
+    root = logging.getLogger()
+    handlers, level, config = list(root.handlers), root.level, structlog.get_config()
     logs.configure(logging.WARNING)
+    yield
+    root.handlers = handlers
+    root.setLevel(level)
+    structlog.configure(**config)
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_workers() -> Iterator[None]:
+    yield
+    kill_leftovers()

@@ -12,6 +12,7 @@ import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cursor import compression
 from cursor.chunking import ChunkFooter, join
 from cursor.cursor_info_codec import decode_cursor_info
 from cursor.position_info_codec import decode_position_info
@@ -66,6 +67,8 @@ TARGETS = {
         Target("managed-cursor-info", _cursor, MAX_UNCOMPRESSED + SMALL),
         Target("schema-locator", _schema, MAX_UNCOMPRESSED + SMALL),
         Target("compression-header", lambda data: unwrap(data, "fuzz"), MAX_UNCOMPRESSED + SMALL),
+        # Cursor state may claim up to 2 GiB; these inputs are small, and so must be the cost.
+        Target("cursor-compression", lambda data: compression.decompress(data, "fuzz"), 8 * SMALL),
         Target("bookkeeper-metadata", bookkeeper_metadata.decode),
         Target("position-info", decode_position_info),
         Target("cursor-info", decode_cursor_info),

@@ -254,8 +254,14 @@ class WorkerProcess:
 
     def peak_rss_kb(self) -> int:
         """VmHWM: the peak resident set size of the process so far."""
+        return self._status_kb("VmHWM")
+
+    def rss_kb(self) -> int:
+        return self._status_kb("VmRSS")
+
+    def _status_kb(self, field: str) -> int:
         status = Path(f"/proc/{self.pid}/status").read_text()
-        match = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+        match = re.search(rf"^{field}:\s+(\d+) kB", status, re.MULTILINE)
         assert match is not None
         return int(match.group(1))
 
@@ -311,7 +317,20 @@ def start_worker(
             cwd=REPO,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
-    return WorkerProcess(name, process, log, out, port)
+    started = WorkerProcess(name, process, log, out, port)
+    RUNNING.append(started)
+    return started
+
+
+# Every worker process a test started: conftest.py kills those a failed test left behind.
+RUNNING: list[WorkerProcess] = []
+
+
+def kill_leftovers() -> None:
+    while RUNNING:
+        worker = RUNNING.pop()
+        if worker.process.poll() is None:
+            worker.kill()
 
 
 def wait_ready(*workers: WorkerProcess, timeout: float = 60.0) -> None:

@@ -38,6 +38,8 @@ from ledger_janitor.errors import DecodeError
 from .fuzzing import TARGETS, check, run_bounded
 from .support import scaled
 
+pytestmark = pytest.mark.timeout(scaled(120, 1800))
+
 EXAMPLES = scaled(150, 15_000)
 FUZZ = settings(
     max_examples=EXAMPLES,
@@ -165,6 +167,19 @@ metadata_inputs = st.one_of(
 def test_metadata_decoders(data: bytes) -> None:
     for name in ("managed-ledger-info", "managed-cursor-info", "schema-locator"):
         check(TARGETS[name], data)
+    check(TARGETS["cursor-compression"], data)
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4], ids=["lz4", "zlib", "zstd", "snappy"])
+def test_cursor_state_claims_are_not_allocated_on_trust(codec: int) -> None:
+    """Cursor state may claim up to 2 GiB (int32): a claim the bytes cannot hold is refused
+    without allocating it (LZ4 and ZSTD used to allocate the full claim up front)."""
+    body = _compressed(b"hello world" * 3, codec)
+    raw = b"\x08" + _varint(codec) + b"\x10" + _varint(2**31 - 1)
+    data = b"\x47\x78" + len(raw).to_bytes(4, "big") + raw + body
+    outcome = run_bounded(TARGETS["cursor-compression"], data)
+    assert isinstance(outcome.error, DecodeError)
+    assert outcome.peak_bytes < 4 << 20, outcome.peak_bytes
 
 
 def _bomb(codec: CompressionType.ValueType, expanded: int) -> bytes:

@@ -62,6 +62,8 @@ from producers import PhaseOne
 
 from .support import scaled
 
+pytestmark = pytest.mark.timeout(scaled(120, 1800))
+
 DELAY = 60.0  # sendDelaySeconds and reconsumeLaterSeconds
 TTL = 600.0
 MAX_RECONSUMES = 3

@@ -27,6 +27,8 @@ from ..harness.process import wait_until
 from ..harness.zookeeper import ZooKeeperServer
 from .support import archived_ids, build_scenario, read_archive, scaled
 
+pytestmark = pytest.mark.timeout(scaled(120, 600))
+
 RELEASED_PER_TOPIC = scaled(150, 1000)
 
 

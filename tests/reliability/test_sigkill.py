@@ -20,6 +20,8 @@ import random
 from functools import partial
 from pathlib import Path
 
+import pytest
+
 from deletion import message
 from deletion.topics import NamespaceName, TopicName
 from ledger_janitor.embedded import EmbeddedBroker
@@ -37,6 +39,8 @@ from .support import (
     start_worker,
     wait_ready,
 )
+
+pytestmark = pytest.mark.timeout(scaled(120, 1200))
 
 KILLS = scaled(3, 12)
 RELEASED_PER_TOPIC = scaled(100, 400)

@@ -22,6 +22,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from consumers.worker import DeletionWorker, WorkerSettings
 from deletion.ports import ANY_VERSION, LedgerRecord, LedgerStorage, MetadataStore, Node
 from deletion.topics import NamespaceName, TopicName
@@ -37,6 +39,8 @@ from producers import PhaseOne
 from ..harness.janitor import Backend, JanitorFactory, Recorder
 from ..harness.process import wait_until
 from .support import archived_ids, build_scenario, read_archive, scaled
+
+pytestmark = pytest.mark.timeout(scaled(120, 600))
 
 RATE = 0.2
 HANDED_BACK = "retry or archive send"
