@@ -2,11 +2,14 @@
 real ZooKeeper and a real pulsar-lite broker, beside the raw rates of what it is made of.
 
     python -m bench.worker_throughput [--json] [--quick] [--count N] [--parallelism P]
+                                      [--batch-size B]
 
 In one run, for the same count N:
-1. the worker (`Sidecar.worker`, ledgerDeletionParallelismOfTwoPhaseDeletion=P) handles N
-   enqueued, committed, unreferenced ledgers: decode, in-use look-up (cached), ownership read,
-   znode delete, ack; timed from start() to the N-th result;
+1. the worker (`Sidecar.worker`, ledgerDeletionParallelismOfTwoPhaseDeletion=P,
+   ledgerDeletionBatchSizeOfTwoPhaseDeletion=B) handles N enqueued, committed, unreferenced
+   ledgers: decode, in-use look-up (cached), ownership read, znode delete, ack; timed from
+   start() to the N-th result; then again one message at a time (B=1), the design before
+   batches, for comparison;
 2. raw kazoo deletes of N znodes of the same layout and size: one caller (synchronous, the
    "raw kazoo delete rate"), P threads on one client, and pipelined (asynchronous);
 3. the raw broker consume-and-ack rate: N messages of the same size on the same kind of
@@ -55,9 +58,13 @@ from ._common import (
 TARGET_RATIO = 0.5
 
 
-def worker_rate(svc: Services, count: int, topics: int, parallelism: int) -> dict[str, Any]:
+def worker_rate(
+    svc: Services, count: int, topics: int, parallelism: int, batch_size: int
+) -> dict[str, Any]:
     config = svc.config(
-        "/bench-worker", ledger_deletion_parallelism_of_two_phase_deletion=parallelism
+        f"/bench-worker-{batch_size}",
+        ledger_deletion_parallelism_of_two_phase_deletion=parallelism,
+        ledger_deletion_batch_size_of_two_phase_deletion=batch_size,
     )
     sidecar = open_sidecar(config, client_log=svc.root / "client.log")
     try:
@@ -167,9 +174,12 @@ def broker_consume_ack_rate(svc: Services, count: int) -> float:
         client.close()
 
 
-def run(count: int, parallelism: int, topics: int, workdir: Path | None) -> dict[str, Any]:
+def run(
+    count: int, parallelism: int, batch_size: int, topics: int, workdir: Path | None
+) -> dict[str, Any]:
     with services(workdir) as svc:
-        worker = worker_rate(svc, count, topics, parallelism)
+        worker = worker_rate(svc, count, topics, parallelism, batch_size)
+        one_at_a_time = worker_rate(svc, count, topics, parallelism, 1)
         kazoo = kazoo_delete_rates(svc, worker["count"], parallelism)
         broker = broker_consume_ack_rate(svc, worker["count"])
     slower = min(kazoo["sync"], broker)
@@ -178,10 +188,12 @@ def run(count: int, parallelism: int, topics: int, workdir: Path | None) -> dict
         "count": worker["count"],
         "topics": topics,
         "parallelism": parallelism,
+        "batch_size": batch_size,
         "worker_seconds": worker["seconds"],
         "worker_per_second": worker["per_second"],
         "worker_outcomes": worker["outcomes"],
-        "correct": worker["correct"],
+        "worker_one_at_a_time_per_second": one_at_a_time["per_second"],
+        "correct": worker["correct"] and one_at_a_time["correct"],
         "raw_kazoo_delete_per_second": kazoo["sync"],
         "raw_kazoo_delete_threads_per_second": kazoo["threads"],
         "raw_kazoo_delete_pipelined_per_second": kazoo["async"],
@@ -197,11 +209,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser("worker_throughput", __doc__)
     args.add_argument("--count", type=int, help="pending deletions (default 5000, quick 300)")
     args.add_argument("--parallelism", type=int, default=4)
+    args.add_argument("--batch-size", type=int, default=32)
     args.add_argument("--topics", type=int, default=20)
     options = args.parse_args(argv)
     quiet()
     count = options.count or (300 if options.quick else 5000)
-    result = run(count, options.parallelism, options.topics, options.workdir)
+    result = run(count, options.parallelism, options.batch_size, options.topics, options.workdir)
     console = console_for(options.json)
     n = result["count"]
     render(
@@ -209,9 +222,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ["what", "per second", "seconds for N"],
         [
             (
-                "worker: fully handled (check, delete, ack)",
+                f"worker: fully handled (check, delete, ack), batches of {result['batch_size']}",
                 result["worker_per_second"],
                 result["worker_seconds"],
+            ),
+            (
+                "worker: one message at a time (batch size 1)",
+                result["worker_one_at_a_time_per_second"],
+                n / result["worker_one_at_a_time_per_second"],
             ),
             (
                 "raw kazoo delete, 1 caller",

@@ -25,7 +25,14 @@ class ServiceConfiguration:
         4,
         "ledgerDeletionParallelismOfTwoPhaseDeletion",
         "int",
-        "Ledgers the phase-two consumer deletes concurrently.",
+        "Batches of pending deletions the phase-two consumer handles concurrently.",
+        minimum=1,
+    )
+    ledger_deletion_batch_size_of_two_phase_deletion: int = _setting(
+        32,
+        "ledgerDeletionBatchSizeOfTwoPhaseDeletion",
+        "int",
+        "Most pending deletions in one batch: their ledger reads and deletes are pipelined.",
         minimum=1,
     )
     send_delay_seconds_of_two_phase_deletion: int = _setting(

@@ -1,25 +1,28 @@
-"""Phase two for one message: decode, check, delete idempotently, ack, or hand it back."""
+"""Phase two for a batch of messages: decode, check, delete idempotently, then ack each,
+reconsume it later, or archive it."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
 
 import structlog
 
 from deletion import message
-from deletion.decision import Decision, Verdict, check_namespace, check_ownership, decide_in_use
+from deletion.decision import Decision, Verdict
 from deletion.in_use import InUseLedgersCache
-from deletion.message import LedgerType, PendingDeleteLedgerInfo
-from deletion.offload.base import OffloadStorage, UnsupportedOffloadDriverError
-from deletion.offload.context import IncompleteOffloadError
-from deletion.ports import LedgerRecord, LedgerStorage, TopicLedgers
+from deletion.message import PendingDeleteLedgerInfo
+from deletion.offload.base import OffloadStorage
+from deletion.ports import LedgerStorage
 from deletion.topics import NamespaceName, namespace_of_deletion_topic
 from deletion.transient import TransientRetry
-from ledger_janitor.errors import DecodeError, JanitorError, VersionConflictError
+from ledger_janitor.broker import java_message_id
+from ledger_janitor.errors import DecodeError
 
+from .deleter import Candidate, LedgerDeleter
 from .received import Acknowledger, ReceivedMessage, not_before_seconds
 from .reconsume import Reconsumer
 
@@ -52,51 +55,46 @@ class DeletionHandler:
         offload: OffloadStorage | None = None,
     ) -> None:
         self.in_use = in_use
-        self._storage = storage
-        self._offload = offload
+        self._deleter = LedgerDeleter(in_use, storage, retry or TransientRetry(), offload)
         self._reconsumer = reconsumer
         self._send_delay = send_delay_seconds
-        self._retry = retry or TransientRetry()
         self._clock = clock
 
     def handle(self, consumer: Acknowledger, received: ReceivedMessage) -> HandlingResult:
         """Act on a message that is due. Raises only if the retry or archive send failed,
         in which case nothing was acked and the message will be delivered again."""
-        namespace = namespace_of_deletion_topic(received.topic_name())
-        try:
-            info = message.decode(received.data())
-        except DecodeError as exc:
-            return self._archive(consumer, received, namespace, None, f"undecodable message: {exc}")
-        with structlog.contextvars.bound_contextvars(
-            ledger_id=info.ledger_id,
-            topic=str(info.topic_name),
-            component=info.ledger_component.value,
-            ledger_type=info.ledger_type.value,
-        ):
-            return self._act(consumer, received, namespace, info)
+        (result,) = self.handle_batch([(consumer, received)])
+        if isinstance(result, Exception):
+            raise result
+        return result
 
-    def _act(
-        self,
-        consumer: Acknowledger,
-        received: ReceivedMessage,
-        namespace: NamespaceName,
-        info: PendingDeleteLedgerInfo,
-    ) -> HandlingResult:
-        decision = self.decide(info, namespace, not_before_seconds(received, self._send_delay))
-        if decision.verdict is Verdict.RECONSUME:
-            archived = self._reconsumer.reconsume_later(
-                consumer, received, namespace, decision.reason
-            )
-            if archived is not None:
-                return self._done(HandlingResult(Outcome.ARCHIVED, archived, info))
-            return self._done(HandlingResult(Outcome.RECONSUMED, decision.reason, info))
-        if decision.verdict is Verdict.ARCHIVE:
-            return self._archive(consumer, received, namespace, info, decision.reason)
-        consumer.acknowledge(received)
-        gone = decision.verdict is Verdict.ALREADY_GONE
-        return self._done(
-            HandlingResult(Outcome.ALREADY_GONE if gone else Outcome.DELETED, decision.reason, info)
-        )
+    def handle_batch(
+        self, batch: Sequence[tuple[Acknowledger, ReceivedMessage]]
+    ) -> list[HandlingResult | Exception]:
+        """Act on messages that are due, checking and deleting them as one batch. A message
+        whose retry or archive send failed gets its error instead: it was not acked."""
+        arrived = [namespace_of_deletion_topic(received.topic_name()) for _, received in batch]
+        infos = [_decoded(received) for _, received in batch]
+        candidates = [
+            Candidate(info, namespace, not_before_seconds(received, self._send_delay))
+            for (_, received), namespace, info in zip(batch, arrived, infos, strict=True)
+            if isinstance(info, PendingDeleteLedgerInfo)
+        ]
+        decisions = iter(self._deleter.decide(candidates))
+        results: list[HandlingResult | Exception] = []
+        for (consumer, received), namespace, info in zip(batch, arrived, infos, strict=True):
+            with _logging_context(received, namespace, info):
+                try:
+                    if isinstance(info, DecodeError):
+                        reason = f"undecodable message: {info}"
+                        results.append(self._archive(consumer, received, namespace, None, reason))
+                    else:
+                        decision = next(decisions)
+                        results.append(self._act(consumer, received, namespace, info, decision))
+                except Exception as exc:  # a failed retry or archive send: nothing was acked
+                    log.warning("handing back for redelivery", error=str(exc))
+                    results.append(exc)
+        return results
 
     def decide(
         self,
@@ -106,79 +104,30 @@ class DeletionHandler:
         dry_run: bool = False,
     ) -> Decision:
         """Check, and delete if safe (unless `dry_run`); the verdict says what happened."""
-        refused = check_namespace(info, namespace)
-        if refused is not None:
-            return refused
-        if info.ledger_type is LedgerType.OFFLOAD_LEDGER and self._offload is None:
-            return Decision(Verdict.ARCHIVE, "no offload storage is configured for OFFLOAD_LEDGER")
-        try:
-            decision = self._in_use_decision(info, not_before)
-            if decision.verdict is not Verdict.DELETE:
-                return decision
-            return self._delete(info, dry_run)
-        except VersionConflictError as exc:
-            return Decision(Verdict.RECONSUME, f"ledger changed while deleting: {exc}")
-        except JanitorError as exc:
-            # Unknown is never "not in use": try again later.
-            return Decision(Verdict.RECONSUME, f"cannot tell whether it is in use: {exc}")
-
-    def _in_use_decision(self, info: PendingDeleteLedgerInfo, not_before: float) -> Decision:
-        topic = info.topic_name
-        if not info.check_ledger_still_in_use:
-            # Skipping the staleness rule is only safe on a snapshot taken now.
-            return decide_in_use(info, self._retry.call(lambda: self.in_use.fetch_fresh(topic)))
-        snapshot: TopicLedgers = self._retry.call(lambda: self.in_use.lookup(topic))
-        decision = decide_in_use(info, snapshot)
-        if decision.verdict is Verdict.RECONSUME and snapshot.fetched_at < not_before:
-            # A snapshot older than the message's due time cannot reflect the metadata
-            # commit that followed the send: look again once before handing it back.
-            decision = decide_in_use(info, self._retry.call(lambda: self.in_use.fetch_fresh(topic)))
+        (decision,) = self._deleter.decide([Candidate(info, namespace, not_before)], dry_run)
         return decision
 
-    def _delete(self, info: PendingDeleteLedgerInfo, dry_run: bool) -> Decision:
-        record = self._retry.call(lambda: self._storage.ledger(info.ledger_id))
-        if info.ledger_type is LedgerType.OFFLOAD_LEDGER:
-            return self._delete_offloaded(info, record, dry_run)
-        if record is None:
-            return Decision(Verdict.ALREADY_GONE, f"ledger {info.ledger_id} is already gone")
-        owned = check_ownership(info, record)
-        if owned.verdict is not Verdict.DELETE or dry_run:
-            return owned
-        deleted = self._retry.call(
-            lambda: self._storage.delete_ledger(info.ledger_id, record.version)
-        )
-        if not deleted:
-            return Decision(Verdict.ALREADY_GONE, f"ledger {info.ledger_id} is already gone")
-        return Decision(Verdict.DELETE, f"deleted ledger {info.ledger_id} of {info.topic_name}")
-
-    def _delete_offloaded(
-        self, info: PendingDeleteLedgerInfo, record: LedgerRecord | None, dry_run: bool
-    ) -> Decision:
-        """Delete the offloaded copy. If the BookKeeper copy still exists, it must be this
-        topic's, as for any ledger; the offload context itself must name this ledger."""
-        if record is not None:
-            owned = check_ownership(info, record)
-            if owned.verdict is not Verdict.DELETE:
-                return owned
-        offload, context = self._offload, info.ledger_info
-        assert offload is not None and context is not None  # checked in decide and decode
-        if dry_run:
-            return Decision(Verdict.DELETE, f"offloaded ledger {info.ledger_id} may be deleted")
-        name = info.topic_name.managed_ledger_name
-        try:
-            deleted = self._retry.call(
-                lambda: offload.delete_offloaded(info.ledger_id, context, name)
+    def _act(
+        self,
+        consumer: Acknowledger,
+        received: ReceivedMessage,
+        namespace: NamespaceName,
+        info: PendingDeleteLedgerInfo,
+        decision: Decision,
+    ) -> HandlingResult:
+        if decision.verdict is Verdict.RECONSUME:
+            archived = self._reconsumer.reconsume_later(
+                consumer, received, namespace, decision.reason
             )
-        except IncompleteOffloadError as exc:
-            return Decision(Verdict.RECONSUME, f"offload still in progress: {exc}")
-        except (DecodeError, UnsupportedOffloadDriverError) as exc:
-            return Decision(Verdict.ARCHIVE, f"cannot delete offloaded ledger: {exc}")
-        if not deleted:
-            return Decision(
-                Verdict.ALREADY_GONE, f"offloaded ledger {info.ledger_id} is already gone"
-            )
-        return Decision(
-            Verdict.DELETE, f"deleted offloaded ledger {info.ledger_id} of {info.topic_name}"
+            if archived is not None:
+                return _done(HandlingResult(Outcome.ARCHIVED, archived, info))
+            return _done(HandlingResult(Outcome.RECONSUMED, decision.reason, info))
+        if decision.verdict is Verdict.ARCHIVE:
+            return self._archive(consumer, received, namespace, info, decision.reason)
+        consumer.acknowledge(received)
+        gone = decision.verdict is Verdict.ALREADY_GONE
+        return _done(
+            HandlingResult(Outcome.ALREADY_GONE if gone else Outcome.DELETED, decision.reason, info)
         )
 
     def _archive(
@@ -190,9 +139,35 @@ class DeletionHandler:
         reason: str,
     ) -> HandlingResult:
         self._reconsumer.archive(consumer, received, namespace, reason)
-        return self._done(HandlingResult(Outcome.ARCHIVED, reason, info))
+        return _done(HandlingResult(Outcome.ARCHIVED, reason, info))
 
-    @staticmethod
-    def _done(result: HandlingResult) -> HandlingResult:
-        log.info(result.outcome.value, reason=result.reason)
-        return result
+
+def _decoded(received: ReceivedMessage) -> PendingDeleteLedgerInfo | DecodeError:
+    try:
+        return message.decode(received.data())
+    except DecodeError as exc:
+        return exc
+
+
+def _logging_context(
+    received: ReceivedMessage, namespace: NamespaceName, info: PendingDeleteLedgerInfo | DecodeError
+) -> AbstractContextManager[None]:
+    """What every log line about this message carries."""
+    fields: dict[str, object] = {
+        "message_id": java_message_id(received.message_id()),
+        "namespace": str(namespace),
+        "deletion_topic": received.topic_name(),
+    }
+    if isinstance(info, PendingDeleteLedgerInfo):
+        fields.update(
+            ledger_id=info.ledger_id,
+            topic=str(info.topic_name),
+            component=info.ledger_component.value,
+            ledger_type=info.ledger_type.value,
+        )
+    return structlog.contextvars.bound_contextvars(**fields)
+
+
+def _done(result: HandlingResult) -> HandlingResult:
+    log.info(result.outcome.value, reason=result.reason)
+    return result

@@ -1,11 +1,13 @@
-"""The phase-two worker: a Shared subscription per namespace, bounded parallel handling."""
+"""The phase-two worker: a Shared subscription per namespace; due messages are queued, and
+a fixed set of handler threads each takes what is waiting (up to a batch) and handles it
+as one batch: under load, batches fill up; when idle, a message is handled on its own."""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +15,6 @@ import pulsar
 import structlog
 
 from deletion.topics import SUBSCRIPTION, NamespaceName, namespace_of_deletion_topic
-from ledger_janitor.broker import java_message_id
 from ledger_janitor.errors import JanitorError
 
 from .early import EarlyDeliveryGate
@@ -22,6 +23,8 @@ from .metrics import WorkerMetrics
 from .received import not_before_seconds
 
 log = structlog.get_logger(__name__)
+# How often idle threads look up from their queue to see whether the worker is stopping.
+POLL_SECONDS = 0.2
 
 
 @dataclass
@@ -43,10 +46,14 @@ class WorkerStats:
         }
 
 
+Due = tuple[Any, Any]  # (consumer, received message)
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
     parallelism: int
     send_delay_seconds: float
+    batch_size: int = 32
     max_held_early: int = 10_000
     refresh_interval_seconds: float = 10.0
     receiver_queue_size: int = 100
@@ -74,9 +81,9 @@ class DeletionWorker:
         self._clock = clock
         self._on_result = on_result
         self._consumers: dict[NamespaceName, Any] = {}
-        self._gate: EarlyDeliveryGate[tuple[Any, Any]] = EarlyDeliveryGate(settings.max_held_early)
-        self._slots = threading.BoundedSemaphore(settings.parallelism)
-        self._executor = ThreadPoolExecutor(settings.parallelism, thread_name_prefix="deletion")
+        self._gate: EarlyDeliveryGate[Due] = EarlyDeliveryGate(settings.max_held_early)
+        # Bounded: a full queue blocks the listener, and so the broker's deliveries.
+        self._due: queue.Queue[Due] = queue.Queue(settings.parallelism * settings.batch_size)
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -84,7 +91,11 @@ class DeletionWorker:
 
     def start(self) -> None:
         self.refresh_subscriptions()
+        handlers = [
+            (self._handle_batches, f"deletion-{i}") for i in range(self._settings.parallelism)
+        ]
         for target, name in (
+            *handlers,
             (self._release_due, "early-gate"),
             (self._refresh_loop, "subscriptions"),
         ):
@@ -159,37 +170,53 @@ class DeletionWorker:
         self._dispatch(consumer, received)
 
     def _dispatch(self, consumer: Any, received: Any) -> None:
-        self._slots.acquire()  # backpressure: the listener waits for a free handler
-        if self._stopping.is_set():
-            self._slots.release()
-            return
-        try:
-            self._executor.submit(self._process, consumer, received)
-        except RuntimeError:  # shut down meanwhile: leave it unacked
-            self._slots.release()
-
-    def _process(self, consumer: Any, received: Any) -> None:
-        started = time.monotonic()
-        namespace = namespace_of_deletion_topic(received.topic_name())
-        with structlog.contextvars.bound_contextvars(
-            message_id=java_message_id(received.message_id()),
-            namespace=str(namespace),
-            deletion_topic=received.topic_name(),
-        ):
+        while not self._stopping.is_set():  # once stopping, it is left unacked
             try:
-                result = self._handler.handle(consumer, received)
-            except Exception as exc:  # a failed retry or archive send: nothing was acked
-                log.warning("handing back for redelivery", error=str(exc))
-                self._hand_back(consumer, received)
+                self._due.put((consumer, received), timeout=POLL_SECONDS)
                 return
-            finally:
-                self._slots.release()
-        with self._lock:
-            self.stats.count(result.outcome.value)
-        if self._metrics:
-            self._metrics.handled(namespace, result, time.monotonic() - started)
-        if self._on_result is not None:
-            self._on_result(result)
+            except queue.Full:
+                continue
+
+    def _handle_batches(self) -> None:
+        while not self._stopping.is_set():
+            batch = self._next_batch()
+            if batch:
+                self._process(batch)
+
+    def _next_batch(self) -> list[Due]:
+        """What is waiting, up to a batch; waits a moment for the first only."""
+        try:
+            batch = [self._due.get(timeout=POLL_SECONDS)]
+        except queue.Empty:
+            return []
+        while len(batch) < self._settings.batch_size:
+            try:
+                batch.append(self._due.get_nowait())
+            except queue.Empty:
+                break
+        return batch
+
+    def _process(self, batch: Sequence[Due]) -> None:
+        started = time.monotonic()
+        try:
+            results = self._handler.handle_batch(batch)
+        except Exception:  # a bug, not an outcome: nothing was acked, so all go back
+            log.exception("handling a batch failed; handing it back", size=len(batch))
+            for consumer, received in batch:
+                self._hand_back(consumer, received)
+            return
+        seconds = time.monotonic() - started
+        for (consumer, received), result in zip(batch, results, strict=True):
+            if isinstance(result, Exception):
+                self._hand_back(consumer, received)
+                continue
+            with self._lock:
+                self.stats.count(result.outcome.value)
+            if self._metrics:
+                namespace = namespace_of_deletion_topic(received.topic_name())
+                self._metrics.handled(namespace, result, seconds)
+            if self._on_result is not None:
+                self._on_result(result)
 
     def _namespace_label(self, received: Any) -> str:
         assert self._metrics is not None
@@ -215,7 +242,6 @@ class DeletionWorker:
         """Finish in-flight messages, leave the rest unacked for redelivery, then close."""
         self._stopping.set()
         held = self._gate.close()
-        self._executor.shutdown(wait=True)
         for thread in self._threads:
             thread.join(timeout)
         with self._lock:

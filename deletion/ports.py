@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from enum import Enum
+from typing import Protocol, TypeVar
+
+from ledger_janitor.errors import VersionConflictError
 
 from .topics import TopicName
 
 ANY_VERSION = -1
+K = TypeVar("K")
+
+
+class Deletion(Enum):
+    """How one delete of a batch ended."""
+
+    DELETED = "deleted"
+    GONE = "gone"  # it was already gone
+    CHANGED = "changed"  # it is not at the expected version: someone else changed it
 
 
 @dataclass(frozen=True)
@@ -47,7 +59,24 @@ class MetadataStore(Protocol):
         """Delete `path`; False when it was already gone."""
         ...
 
+    # Batches: one at a time here; a store that can pipeline does, so that a batch costs
+    # about one round trip. An error fails the batch, some of whose operations may have
+    # been done: a batch is retried whole, which versioned, idempotent deletes allow.
+
+    def get_many(self, paths: Sequence[str]) -> list[Node | None]:
+        return [self.get(path) for path in paths]
+
+    def delete_many(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
+        return [_deletion(self.delete, path, version) for path, version in versions]
+
     def close(self) -> None: ...
+
+
+def _deletion(delete: Callable[[K, int], bool], key: K, version: int) -> Deletion:
+    try:
+        return Deletion.DELETED if delete(key, version) else Deletion.GONE
+    except VersionConflictError:
+        return Deletion.CHANGED
 
 
 @dataclass(frozen=True)
@@ -72,6 +101,18 @@ class LedgerStorage(Protocol):
     def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
         """Delete the ledger; False when it was already gone."""
         ...
+
+    # Batches, as for MetadataStore: a loop here, pipelined where the adapter can.
+
+    def ledgers(self, ledger_ids: Sequence[int]) -> dict[int, LedgerRecord | None]:
+        return {ledger_id: self.ledger(ledger_id) for ledger_id in ledger_ids}
+
+    def delete_ledgers(self, versions: Mapping[int, int]) -> dict[int, Deletion]:
+        """Delete each ledger at its expected version."""
+        return {
+            ledger_id: _deletion(self.delete_ledger, ledger_id, version)
+            for ledger_id, version in versions.items()
+        }
 
     def close(self) -> None: ...
 

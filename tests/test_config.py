@@ -86,7 +86,7 @@ def test_defaults_match_the_documented_values() -> None:
     assert set(loaded.sources.values()) == {"default"}
     assert config.metrics_port == 9464
     assert config.metrics_bind_address == "127.0.0.1"
-    assert len(loaded.sources) == len(SPECS) == 37
+    assert len(loaded.sources) == len(SPECS) == 38
 
 
 def test_every_field_carries_key_type_default_and_doc() -> None:

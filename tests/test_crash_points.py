@@ -21,6 +21,9 @@ from ledger_janitor.wiring import Sidecar
 
 from .harness.janitor import JanitorFactory, Recorder
 
+# The simulated crash ends the handler thread it strikes, as it would the process.
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+
 
 class SimulatedCrash(BaseException):
     """Not an Exception: nothing in the worker may catch it and carry on."""
@@ -51,7 +54,7 @@ class CrashingMetadata:
         return getattr(self._real, name)
 
 
-class CrashingStorage:
+class CrashingStorage(LedgerStorage):
     def __init__(self, real: LedgerStorage, trap: Trap, step: str) -> None:
         self._real, self._trap, self._step = real, trap, step
 

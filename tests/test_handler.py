@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,11 +15,13 @@ from deletion import message
 from deletion.decision import pulsar_custom_metadata
 from deletion.in_use import InUseLedgersCache
 from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
-from deletion.ports import ANY_VERSION, LedgerRecord, TopicLedgers
+from deletion.ports import ANY_VERSION, Deletion, LedgerRecord, LedgerStorage, TopicLedgers
 from deletion.topics import NamespaceName, TopicName
 from deletion.transient import TransientRetry
 from ledger_janitor.errors import (
+    DecodeError,
     MetadataError,
+    TransientBrokerError,
     TransientLedgerStorageError,
     TransientMetadataError,
 )
@@ -112,15 +114,27 @@ class FlakySource:
 
 
 @dataclass
-class FlakyStorage:
+class FlakyStorage(LedgerStorage):
     records: dict[int, LedgerRecord]
     failures: list[Exception] = field(default_factory=list)
     deleted: list[int] = field(default_factory=list)
+    corrupt: set[int] = field(default_factory=set)
+    batches: list[str] = field(default_factory=list)
 
     def ledger(self, ledger_id: int) -> LedgerRecord | None:
         if self.failures:
             raise self.failures.pop(0)
+        if ledger_id in self.corrupt:
+            raise DecodeError(f"corrupt metadata of ledger {ledger_id}")
         return self.records.get(ledger_id)
+
+    def ledgers(self, ledger_ids: Sequence[int]) -> dict[int, LedgerRecord | None]:
+        self.batches.append(f"read {len(ledger_ids)}")
+        return super().ledgers(ledger_ids)
+
+    def delete_ledgers(self, versions: Mapping[int, int]) -> dict[int, Deletion]:
+        self.batches.append(f"delete {len(versions)}")
+        return super().delete_ledgers(versions)
 
     def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
         if self.failures:
@@ -153,6 +167,11 @@ class Rig:
 
     def handle(self, info: PendingDeleteLedgerInfo, **props: str) -> Any:
         return self.handler().handle(self.consumer, FakeMessage(message.encode(info), dict(props)))
+
+    def handle_batch(self, *payloads: PendingDeleteLedgerInfo | bytes) -> list[Any]:
+        encoded = [p if isinstance(p, bytes) else message.encode(p) for p in payloads]
+        batch = [(self.consumer, FakeMessage(payload)) for payload in encoded]
+        return self.handler().handle_batch(batch)  # type: ignore[arg-type]
 
 
 def _info(ledger_id: int, topic: TopicName = TOPIC, check: bool = True) -> PendingDeleteLedgerInfo:
@@ -248,3 +267,71 @@ def test_past_the_maximum_the_message_is_archived_with_the_reason(rig: Rig) -> N
     assert topic == NS.archive_topic
     assert properties["RECONSUMETIMES"] == "11"
     assert properties["ARCHIVE_REASON"].startswith("gave up after 10 reconsumes")
+
+
+# --- batches ---------------------------------------------------------------------------------
+
+
+def _outcomes(results: list[Any]) -> list[str]:
+    return [result.outcome.value for result in results]
+
+
+def test_a_batch_reads_once_and_deletes_once(rig: Rig) -> None:
+    rig.storage.records.update({6: _record(6), 7: _record(7)})
+    results = rig.handle_batch(_info(3), _info(4), _info(5), _info(6), _info(7))
+    assert _outcomes(results) == ["deleted", "deleted", "reconsumed", "deleted", "deleted"]
+    assert rig.storage.batches == ["read 4", "delete 4"]
+    assert sorted(rig.storage.deleted) == [3, 4, 6, 7]
+    assert len(rig.consumer.acked) == 5  # the reconsumed one once its retry was sent
+
+
+def test_the_same_ledger_twice_in_a_batch_is_deleted_once(rig: Rig) -> None:
+    results = rig.handle_batch(_info(3), _info(3), _info(3))
+    assert _outcomes(results) == ["deleted", "already_gone", "already_gone"]
+    assert rig.storage.deleted == [3]
+    assert rig.storage.batches == ["read 1", "delete 1"]
+
+
+def test_a_corrupt_ledger_holds_back_no_other_in_its_batch(rig: Rig) -> None:
+    rig.storage.records[6] = _record(6)
+    rig.storage.corrupt.add(4)
+    results = rig.handle_batch(_info(3), _info(4), _info(6))
+    assert _outcomes(results) == ["deleted", "reconsumed", "deleted"]
+    assert "cannot tell whether it is in use" in results[1].reason
+    assert sorted(rig.storage.deleted) == [3, 6]
+    # The batch read failed at once (a decode error is not transient); then one at a time.
+    assert rig.storage.batches == ["read 3", "read 1", "read 1", "read 1", "delete 2"]
+
+
+def test_a_transient_failure_in_a_batch_is_retried_not_reported(rig: Rig) -> None:
+    rig.storage.records[6] = _record(6)
+    rig.storage.failures = [TransientLedgerStorageError("blip")] * 2
+    results = rig.handle_batch(_info(3), _info(4), _info(6))
+    assert _outcomes(results) == ["deleted", "deleted", "deleted"]
+    assert len(rig.sleeps) == 2
+
+
+def test_hostile_and_undecodable_messages_do_not_spoil_their_batch(rig: Rig) -> None:
+    elsewhere = TopicName(NamespaceName("other-tenant", "ns"), "orders")
+    results = rig.handle_batch(_info(3), b"\x00garbage", _info(4, topic=elsewhere), _info(4))
+    assert _outcomes(results) == ["deleted", "archived", "archived", "deleted"]
+    assert "undecodable" in results[1].reason
+    assert "outside namespace" in results[2].reason
+    assert sorted(rig.storage.deleted) == [3, 4]
+
+
+def test_a_failed_send_hands_back_only_its_own_message(rig: Rig) -> None:
+    sent = rig.pool.send
+
+    def refuse_retries(topic: str, *args: Any, **kwargs: Any) -> Future[Any]:
+        if topic == NS.retry_topic:
+            failed: Future[Any] = Future()
+            failed.set_exception(TransientBrokerError("down"))
+            return failed
+        return sent(topic, *args, **kwargs)
+
+    rig.pool.send = refuse_retries  # type: ignore[method-assign]
+    results = rig.handle_batch(_info(3), _info(5), _info(4))
+    assert isinstance(results[1], TransientBrokerError)
+    assert _outcomes([results[0], results[2]]) == ["deleted", "deleted"]
+    assert len(rig.consumer.acked) == 2  # not the one handed back

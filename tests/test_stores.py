@@ -9,6 +9,7 @@ import pytest
 from config import parse_store_url
 from deletion.ledgers import bookkeeper_metadata as bk
 from deletion.ledgers.sqlite import SqliteLedgerStorage
+from deletion.ports import ANY_VERSION, Deletion
 from deletion.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 from deletion.stores.zookeeper import ZooKeeperMetadataStore
 from ledger_janitor.embedded import free_port
@@ -237,6 +238,49 @@ def test_versioned_delete_of_a_gone_ledger_is_false(backend: Backend) -> None:
     assert backend.ledgers.delete_ledger(ledger_id, seen.version) is False
 
 
+# --- batches --------------------------------------------------------------------------------
+
+
+def test_get_many_answers_in_order_with_none_for_missing(backend: Backend) -> None:
+    backend.metadata.create("/b/one", b"1")
+    backend.metadata.create("/b/two", b"2")
+    nodes = backend.metadata.get_many(["/b/two", "/b/missing", "/b/one"])
+    assert [node.data if node else None for node in nodes] == [b"2", None, b"1"]
+    assert backend.metadata.get_many([]) == []
+
+
+def test_delete_many_says_how_each_ended(backend: Backend) -> None:
+    for name in ("kept", "moved", "plain"):
+        backend.metadata.create(f"/d/{name}", b"x")
+    moved = backend.metadata.get("/d/moved")
+    assert moved is not None
+    backend.metadata.set("/d/moved", b"y", moved.stat.version)
+    outcomes = backend.metadata.delete_many(
+        [("/d/plain", 0), ("/d/missing", ANY_VERSION), ("/d/moved", moved.stat.version)]
+    )
+    assert outcomes == [Deletion.DELETED, Deletion.GONE, Deletion.CHANGED]
+    assert backend.metadata.children("/d") == ["kept", "moved"]
+
+
+def test_batched_ledger_reads_and_deletes_match_single_ones(backend: Backend) -> None:
+    ids = [backend.factory.create_ledger({**CUSTOM, "n": bytes([i])}) for i in range(5)]
+    missing = ids[-1] + 1000
+    records = backend.ledgers.ledgers([*ids, missing])
+    assert records[missing] is None
+    assert [records[i] for i in ids] == [backend.ledgers.ledger(i) for i in ids]
+    _bump_version(backend, ids[1])
+    stale = {i: records[i].version for i in ids[:3]}  # type: ignore[union-attr]
+    backend.ledgers.delete_ledger(ids[2])
+    outcomes = backend.ledgers.delete_ledgers({**stale, missing: ANY_VERSION})
+    assert outcomes == {
+        ids[0]: Deletion.DELETED,
+        ids[1]: Deletion.CHANGED,
+        ids[2]: Deletion.GONE,
+        missing: Deletion.GONE,
+    }
+    assert [backend.exists(i) for i in ids] == [False, True, False, True, True]
+
+
 # --- ZooKeeper only --------------------------------------------------------------------------
 
 
@@ -297,6 +341,25 @@ def test_zookeeper_corrupt_ledger_metadata_is_a_decode_error(zk: Backend) -> Non
     zk.metadata.create(bk.ledger_path(78), b"BookieMetadataFormatVersion\t3\n\x05\xff")
     with pytest.raises(DecodeError):
         zk.ledgers.ledger(78)
+
+
+def test_zookeeper_batch_with_a_corrupt_ledger_fails_whole_after_every_reply(zk: Backend) -> None:
+    good = zk.factory.create_ledger(CUSTOM)
+    zk.metadata.create(bk.ledger_path(good + 1), b"BookieMetadataFormatVersion\t3\n\x05\xff")
+    with pytest.raises(DecodeError):
+        zk.ledgers.ledgers([good, good + 1])
+    assert zk.ledgers.ledgers([good])[good] is not None  # the connection is still usable
+
+
+def test_zookeeper_batch_on_a_lost_connection_is_transient(zk: Backend) -> None:
+    ids = [zk.factory.create_ledger(CUSTOM) for _ in range(3)]
+    store = zk.metadata
+    assert isinstance(store, ZooKeeperMetadataStore)
+    store.client.stop()
+    with pytest.raises(TransientMetadataError):
+        zk.ledgers.ledgers(ids)
+    with pytest.raises(TransientMetadataError):
+        zk.ledgers.delete_ledgers(dict.fromkeys(ids, ANY_VERSION))
 
 
 def test_zookeeper_store_on_a_dead_port_is_transient() -> None:

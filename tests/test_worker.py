@@ -1,20 +1,24 @@
-"""Worker mechanics against the real broker: discovery, bounded parallelism, producer pool."""
+"""Worker mechanics against the real broker: discovery, bounded parallelism, batches, the
+producer pool."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 import pulsar
 
 from consumers.handler import Outcome
-from deletion.ports import ANY_VERSION, LedgerRecord, LedgerStorage
+from consumers.worker import DeletionWorker
+from deletion.ports import ANY_VERSION, Deletion, LedgerRecord, LedgerStorage
 from deletion.topics import NamespaceName, TopicName
 from ledger_janitor.embedded import EmbeddedBroker
 from ledger_janitor.seeding import TopicSeeder, pending
 from producers import ProducerPool
 
 from .harness.janitor import JanitorFactory, Recorder
+from .harness.process import wait_until
 
 
 def test_worker_subscribes_to_a_namespace_registered_after_it_started(
@@ -33,13 +37,14 @@ def test_worker_subscribes_to_a_namespace_registered_after_it_started(
     assert namespace in worker.subscribed
 
 
-class GatedStorage:
-    """Blocks every delete until released, counting how many run at once."""
+class GatedStorage(LedgerStorage):
+    """Blocks every batch of deletes until released, counting how many run at once."""
 
     def __init__(self, real: LedgerStorage) -> None:
         self._real = real
         self.in_flight = 0
         self.most = 0
+        self.sizes: list[int] = []
         self.changed = threading.Condition()
         self.release = threading.Event()
 
@@ -47,33 +52,50 @@ class GatedStorage:
         return self._real.ledger(ledger_id)
 
     def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
+        return self._real.delete_ledger(ledger_id, expected_version)
+
+    def delete_ledgers(self, versions: Mapping[int, int]) -> dict[int, Deletion]:
         with self.changed:
             self.in_flight += 1
             self.most = max(self.most, self.in_flight)
+            self.sizes.append(len(versions))
             self.changed.notify_all()
         self.release.wait(30)
         with self.changed:
             self.in_flight -= 1
-        return self._real.delete_ledger(ledger_id, expected_version)
+        return self._real.delete_ledgers(versions)
 
     def close(self) -> None:
         self._real.close()
 
 
-def test_parallelism_bounds_concurrent_deletions(
-    janitor: JanitorFactory, namespace: NamespaceName
-) -> None:
+def _gated_worker(
+    janitor: JanitorFactory, namespace: NamespaceName, released: int, **settings: int
+) -> tuple[GatedStorage, Recorder, DeletionWorker]:
     seeder = TopicSeeder(janitor.backend.metadata, janitor.backend.factory)
-    seeded = seeder.seed(TopicName(namespace, "wide"), ledgers=10)
-    released = seeded.ledgers[:8]
+    seeded = seeder.seed(TopicName(namespace, "wide"), ledgers=released + 2)
+    ids = seeded.ledgers[:released]
     janitor.sidecar().phase_one.enqueue_then_commit(
-        [pending(seeded.topic, i) for i in released], lambda: seeder.release(seeded, released)
+        [pending(seeded.topic, i) for i in ids], lambda: seeder.release(seeded, ids)
     )
-    sidecar = janitor.sidecar(ledger_deletion_parallelism_of_two_phase_deletion=3)
+    sidecar = janitor.sidecar(**settings)
     gated = GatedStorage(sidecar.ledgers)
     sidecar.ledgers = gated
     recorder = Recorder()
     worker = sidecar.worker(on_result=recorder, refresh_interval_seconds=0.2)
+    return gated, recorder, worker
+
+
+def test_parallelism_bounds_concurrent_batches(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    gated, recorder, worker = _gated_worker(
+        janitor,
+        namespace,
+        8,
+        ledger_deletion_parallelism_of_two_phase_deletion=3,
+        ledger_deletion_batch_size_of_two_phase_deletion=1,
+    )
     worker.start()
     try:
         with gated.changed:
@@ -81,12 +103,39 @@ def test_parallelism_bounds_concurrent_deletions(
             # With every handler blocked, a fourth may not start.
             assert not gated.changed.wait_for(lambda: gated.in_flight > 3, 0.5)
         gated.release.set()
-        recorder.wait_for(lambda rs: len(rs) == len(released))
+        recorder.wait_for(lambda rs: len(rs) == 8)
     finally:
         gated.release.set()
         worker.stop()
     assert gated.most == 3
-    assert recorder.count(Outcome.DELETED) == len(released)
+    assert recorder.count(Outcome.DELETED) == 8
+
+
+def test_a_backlog_is_handled_in_batches_of_at_most_the_batch_size(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    """While the only handler is blocked, the due messages wait in its queue; released, it
+    takes them as one batch (one pipelined read, one pipelined delete), never more."""
+    gated, recorder, worker = _gated_worker(
+        janitor,
+        namespace,
+        9,
+        ledger_deletion_parallelism_of_two_phase_deletion=1,
+        ledger_deletion_batch_size_of_two_phase_deletion=4,
+    )
+    worker.start()
+    try:
+        with gated.changed:
+            assert gated.changed.wait_for(lambda: gated.in_flight == 1, 30)
+        wait_until(lambda: worker.stats.received >= 5, 30, "a backlog behind the blocked batch")
+        assert recorder.count(Outcome.DELETED) == 0
+        gated.release.set()
+        recorder.wait_for(lambda rs: len(rs) == 9)
+    finally:
+        gated.release.set()
+        worker.stop()
+    assert recorder.count(Outcome.DELETED) == 9
+    assert sum(gated.sizes) == 9 and max(gated.sizes) == 4, gated.sizes
 
 
 def test_producer_pool_is_bounded_and_closes_the_least_recently_used(

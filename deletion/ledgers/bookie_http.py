@@ -6,6 +6,8 @@ ownership check) still come from the ledger metadata in the metadata store.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import httpx
 
 from ledger_janitor.errors import (
@@ -14,11 +16,11 @@ from ledger_janitor.errors import (
     VersionConflictError,
 )
 
-from ..ports import ANY_VERSION, LedgerRecord
+from ..ports import ANY_VERSION, LedgerRecord, LedgerStorage
 from .bookkeeper import BookKeeperLedgerStorage
 
 
-class BookieHttpLedgerStorage:
+class BookieHttpLedgerStorage(LedgerStorage):
     def __init__(
         self,
         metadata: BookKeeperLedgerStorage,
@@ -32,6 +34,9 @@ class BookieHttpLedgerStorage:
 
     def ledger(self, ledger_id: int) -> LedgerRecord | None:
         return self._metadata.ledger(ledger_id)
+
+    def ledgers(self, ledger_ids: Sequence[int]) -> dict[int, LedgerRecord | None]:
+        return self._metadata.ledgers(ledger_ids)
 
     def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
         current = self._metadata.ledger(ledger_id)

@@ -5,19 +5,29 @@ That is all the Java client's deleteLedger does; bookies garbage-collect the ent
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
-from ..ports import ANY_VERSION, LedgerRecord, MetadataStore
+from ..ports import ANY_VERSION, Deletion, LedgerRecord, LedgerStorage, MetadataStore, Node
 from . import bookkeeper_metadata as formats
 
 
-class BookKeeperLedgerStorage:
+class BookKeeperLedgerStorage(LedgerStorage):
     def __init__(self, store: MetadataStore, root: str = "/ledgers") -> None:
         self._store = store
         self._root = root
 
     def ledger(self, ledger_id: int) -> LedgerRecord | None:
-        node = self._store.get(formats.ledger_path(ledger_id, self._root))
+        return self._record(ledger_id, self._store.get(self._path(ledger_id)))
+
+    def ledgers(self, ledger_ids: Sequence[int]) -> dict[int, LedgerRecord | None]:
+        nodes = self._store.get_many([self._path(ledger_id) for ledger_id in ledger_ids])
+        return {i: self._record(i, node) for i, node in zip(ledger_ids, nodes, strict=True)}
+
+    def _path(self, ledger_id: int) -> str:
+        return formats.ledger_path(ledger_id, self._root)
+
+    @staticmethod
+    def _record(ledger_id: int, node: Node | None) -> LedgerRecord | None:
         if node is None:
             return None
         metadata = formats.decode(node.data)
@@ -48,7 +58,12 @@ class BookKeeperLedgerStorage:
                 stack.extend(f"{path}/{child}" for child in reversed(children))
 
     def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
-        return self._store.delete(formats.ledger_path(ledger_id, self._root), expected_version)
+        return self._store.delete(self._path(ledger_id), expected_version)
+
+    def delete_ledgers(self, versions: Mapping[int, int]) -> dict[int, Deletion]:
+        ids = list(versions)
+        outcomes = self._store.delete_many([(self._path(i), versions[i]) for i in ids])
+        return dict(zip(ids, outcomes, strict=True))
 
     def close(self) -> None:
         self._store.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 from ledger_janitor.errors import LedgerStorageError, VersionConflictError
 
 from ..embedded_db import EmbeddedDatabase
-from ..ports import ANY_VERSION, LedgerRecord
+from ..ports import ANY_VERSION, LedgerRecord, LedgerStorage
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledgers (
@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS ledger_deletions (
 """
 
 
-class SqliteLedgerStorage:
+class SqliteLedgerStorage(LedgerStorage):
     def __init__(self, path: str | Path) -> None:
         self._db = EmbeddedDatabase(path, _SCHEMA)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from ledger_janitor.errors import MetadataError, VersionConflictError
 
 from ..embedded_db import EmbeddedDatabase
-from ..ports import ANY_VERSION, Node, Stat
+from ..ports import ANY_VERSION, MetadataStore, Node, Stat
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS metadata_nodes (
@@ -34,7 +34,7 @@ def _check_path(path: str) -> None:
         raise MetadataError(f"invalid metadata path {path!r}")
 
 
-class SqliteMetadataStore:
+class SqliteMetadataStore(MetadataStore):
     def __init__(self, path: str | Path) -> None:
         self._db = EmbeddedDatabase(path, _SCHEMA)
 

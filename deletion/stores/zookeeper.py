@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -20,17 +20,21 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.interfaces import IAsyncResult
 from kazoo.security import CREATOR_ALL_ACL
 
 from config import StoreUrl
 from ledger_janitor.errors import (
     ConfigurationError,
+    JanitorError,
     MetadataError,
     TransientMetadataError,
     VersionConflictError,
 )
 
-from ..ports import ANY_VERSION, Node, Stat
+from ..ports import ANY_VERSION, Deletion, MetadataStore, Node, Stat
+
+T = TypeVar("T")
 
 _TRANSIENT = (
     ConnectionLoss,
@@ -74,7 +78,42 @@ def _stat(zstat: Any) -> Stat:
     return Stat(version=zstat.version, ctime_ms=zstat.ctime, mtime_ms=zstat.mtime)
 
 
-class ZooKeeperMetadataStore:
+def _read(reply: IAsyncResult) -> Node | None:
+    try:
+        data, zstat = reply.get()
+    except NoNodeError:
+        return None
+    return Node(bytes(data or b""), _stat(zstat))
+
+
+def _deleted(reply: IAsyncResult) -> Deletion:
+    try:
+        reply.get()
+    except NoNodeError:
+        return Deletion.GONE
+    except BadVersionError:
+        return Deletion.CHANGED
+    return Deletion.DELETED
+
+
+def _settle(
+    paths: Sequence[str], pending: Sequence[IAsyncResult], outcome: Callable[[IAsyncResult], T]
+) -> list[T]:
+    """Await every reply of a pipelined batch, then raise its first error, translated."""
+    results: list[T] = []
+    failure: JanitorError | None = None
+    for path, reply in zip(paths, pending, strict=True):
+        try:
+            with _translated(path):
+                results.append(outcome(reply))
+        except JanitorError as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+    return results
+
+
+class ZooKeeperMetadataStore(MetadataStore):
     def __init__(self, client: KazooClient, owns_client: bool = False) -> None:
         self._client = client
         self._owns_client = owns_client
@@ -137,6 +176,18 @@ class ZooKeeperMetadataStore:
             except NotEmptyError as exc:
                 raise MetadataError(f"{path} has children") from exc
         return True
+
+    def get_many(self, paths: Sequence[str]) -> list[Node | None]:
+        """Pipelined: every request is sent before the first reply is awaited."""
+        with _translated(paths[0] if paths else "/"):
+            pending = [self._client.get_async(path) for path in paths]
+        return _settle(paths, pending, _read)
+
+    def delete_many(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
+        paths = [path for path, _ in versions]
+        with _translated(paths[0] if paths else "/"):
+            pending = [self._client.delete_async(path, version) for path, version in versions]
+        return _settle(paths, pending, _deleted)
 
     def _versioned(self, path: str, operation: Callable[[], Any]) -> Stat:
         with _translated(path):

@@ -47,7 +47,7 @@ from deletion.in_use import InUseLedgersCache
 from deletion.ledgers.sqlite import SqliteLedgerStorage
 from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.namespaces import NamespaceRegistry
-from deletion.ports import ANY_VERSION, LedgerRecord, Node
+from deletion.ports import ANY_VERSION, LedgerRecord, LedgerStorage, Node
 from deletion.pulsar_metadata import ManagedLedgerWriter, MetadataInUseLedgers
 from deletion.stores.sqlite import SqliteMetadataStore
 from deletion.topics import NamespaceName, TopicName
@@ -210,7 +210,7 @@ class Consumer:
 # --- stores that can crash or fail ---------------------------------------------------------
 
 
-class Storage:
+class Storage(LedgerStorage):
     def __init__(self, real: SqliteLedgerStorage, trap: Trap, faults: Counter[str]) -> None:
         self._real, self._trap, self._faults = real, trap, faults
 

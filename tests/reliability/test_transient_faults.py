@@ -86,7 +86,7 @@ class FlakyMetadata:
         return getattr(self._real, name)
 
 
-class FlakyStorage:
+class FlakyStorage(LedgerStorage):
     def __init__(self, real: LedgerStorage, faults: Faults) -> None:
         self._real, self._faults = real, faults
 
