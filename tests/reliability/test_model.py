@@ -3,8 +3,9 @@
 - producers that enqueue then commit, that crash between the two, whose send fails, or
   that retry a trim they crashed in; ledger roll-overs; cursor rotations (also crashing);
 - two workers with their own TTL caches on one fake clock, so caches go stale;
-- deliveries in any order, duplicate deliveries of acked messages, crashes of a worker at
-  every step of phase two (then replaced, cache and all), transient store failures;
+- deliveries in any order, one at a time or in batches (with duplicates inside a batch),
+  duplicate deliveries of acked messages, crashes of a worker at every step of phase two
+  (then replaced, cache and all), transient store failures;
 - messages naming another tenant's ledger, or a ledger of the wrong component;
 
 checking the invariant after every step: no ledger that metadata references is gone, no
@@ -68,6 +69,13 @@ DELAY = 60.0  # sendDelaySeconds and reconsumeLaterSeconds
 TTL = 600.0
 MAX_RECONSUMES = 3
 NAMESPACES = [NamespaceName("alpha", "ns"), NamespaceName("beta", "ns")]
+CRASH_STEPS = [
+    "before in-use check",
+    "before ownership read",
+    "before delete",
+    "after delete, before ack",
+    "after send, before ack",
+]
 TOPICS = [TopicName(NAMESPACES[0], "orders"), TopicName(NAMESPACES[1], "audit-partition-1")]
 
 
@@ -459,21 +467,34 @@ class Protocol(RuleBasedStateMachine):
     @rule(
         data=st.data(),
         worker=st.integers(0, 1),
-        step=st.sampled_from(
-            [
-                "before in-use check",
-                "before ownership read",
-                "before delete",
-                "after delete, before ack",
-                "after send, before ack",
-            ]
-        ),
+        step=st.sampled_from(CRASH_STEPS),
     )
     def crash_mid_handling(self, data: st.DataObject, worker: int, step: str) -> None:
         received = data.draw(st.sampled_from(self.broker.due()))
         self.traps[worker].step = step
         self._handle(worker, received)
         self.traps[worker].step = None
+
+    @precondition(lambda self: self.broker.due())
+    @rule(
+        data=st.data(),
+        worker=st.integers(0, 1),
+        step=st.one_of(st.none(), st.sampled_from(CRASH_STEPS)),
+    )
+    def deliver_a_batch(self, data: st.DataObject, worker: int, step: str | None) -> None:
+        """The worker takes what is waiting as one batch (one pipelined read, one pipelined
+        delete): due messages, acked ones coming again, the same one twice; perhaps dying
+        part-way through it."""
+        waiting = [*self.broker.due(), *sorted(self.broker.acked.values(), key=id_of)]
+        everything = st.just(self.broker.due())  # a backlog: the queue taken whole
+        batch = data.draw(everything | st.lists(st.sampled_from(waiting), min_size=2, max_size=6))
+        self.traps[worker].step = step
+        try:
+            self.workers[worker].handle_batch([(Consumer(self.broker), m) for m in batch])
+        except Crash:
+            self.workers[worker] = self._worker(worker)
+        finally:
+            self.traps[worker].step = None
 
     def _handle(self, worker: int, received: Message) -> None:
         try:
