@@ -143,11 +143,7 @@ def test_hostile_messages_are_archived_with_the_reason_and_nothing_is_deleted(
             "gave up after 2 reconsumes",
         ),
     }
-    sidecar = janitor.sidecar()
-    sidecar.registry.register(namespace)
-    for name, (payload, _) in cases.items():
-        sidecar.pool.send(namespace.deletion_topic, payload, {CASE: name}).result(10)
-
+    janitor.sidecar().registry.register(namespace)
     recorder = Recorder()
     worker = janitor.worker(
         recorder,
@@ -155,9 +151,25 @@ def test_hostile_messages_are_archived_with_the_reason_and_nothing_is_deleted(
         reconsume_later_seconds_of_two_phase_deletion=0,
         max_reconsume_times_of_two_phase_deletion=2,
     )
-    # Read the archive on the worker's own connection: pulsar-lite refuses a consumer whose
-    # id collides with one on another connection, which made this read flaky.
-    archived = read_cases(worker.client, namespace, set(cases))
+    assert namespace in worker.subscribed
+    # Everything on the worker's own connection, and every subscription made before the
+    # first message: pulsar-lite refuses a consumer whose id collides with one on another
+    # connection, and a subscription made while its topic already held messages sometimes
+    # never got some of them (both made this test flaky; a real broker does neither).
+    archive = worker.client.subscribe(
+        namespace.archive_topic,
+        "inspect",
+        consumer_type=pulsar.ConsumerType.Shared,
+        initial_position=pulsar.InitialPosition.Earliest,
+    )
+    producer = worker.client.create_producer(namespace.deletion_topic, batching_enabled=False)
+    try:
+        for name, (payload, _) in cases.items():
+            producer.send(payload, properties={CASE: name})
+        archived = read_cases(archive, set(cases))
+    finally:
+        producer.close()
+        archive.close()
 
     for name, (_, expected) in cases.items():
         assert expected in archived[name], f"{name}: {archived[name]}"
@@ -165,23 +177,14 @@ def test_hostile_messages_are_archived_with_the_reason_and_nothing_is_deleted(
     assert set(backend.ledgers.ledger_ids()) == before  # type: ignore[attr-defined]
 
 
-def read_cases(client: pulsar.Client, namespace: NamespaceName, names: set[str]) -> dict[str, str]:
-    consumer = client.subscribe(
-        namespace.archive_topic,
-        "inspect",
-        consumer_type=pulsar.ConsumerType.Shared,
-        initial_position=pulsar.InitialPosition.Earliest,
-    )
+def read_cases(consumer: Any, names: set[str]) -> dict[str, str]:
     reasons: dict[str, str] = {}
-    try:
-        while not names <= set(reasons):
-            try:
-                received = consumer.receive(60_000)
-            except pulsar.Timeout:
-                raise AssertionError(f"never archived: {names - set(reasons)}") from None
-            consumer.acknowledge(received)
-            properties = received.properties()
-            reasons[properties[CASE]] = properties["ARCHIVE_REASON"]
-    finally:
-        consumer.close()
+    while not names <= set(reasons):
+        try:
+            received = consumer.receive(60_000)
+        except pulsar.Timeout:
+            raise AssertionError(f"never archived: {names - set(reasons)}") from None
+        consumer.acknowledge(received)
+        properties = received.properties()
+        reasons[properties[CASE]] = properties["ARCHIVE_REASON"]
     return reasons
