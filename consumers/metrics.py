@@ -72,7 +72,7 @@ class WorkerMetrics:
         )
         self.latency = Histogram(
             f"{PREFIX}_deletion_seconds",
-            "Time to check and delete one ledger.",
+            "Time to check and delete the batch a deleted ledger was in.",
             ["component", "ledger_type"],
             registry=registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),

@@ -70,15 +70,19 @@ class GatedStorage(LedgerStorage):
 
 
 def _gated_worker(
-    janitor: JanitorFactory, namespace: NamespaceName, released: int, **settings: int
+    janitor: JanitorFactory, namespace: NamespaceName, released: int, parallelism: int, batch: int
 ) -> tuple[GatedStorage, Recorder, DeletionWorker]:
+    """A worker over `released` pending deletions whose every batch of deletes blocks."""
     seeder = TopicSeeder(janitor.backend.metadata, janitor.backend.factory)
     seeded = seeder.seed(TopicName(namespace, "wide"), ledgers=released + 2)
     ids = seeded.ledgers[:released]
     janitor.sidecar().phase_one.enqueue_then_commit(
         [pending(seeded.topic, i) for i in ids], lambda: seeder.release(seeded, ids)
     )
-    sidecar = janitor.sidecar(**settings)
+    sidecar = janitor.sidecar(
+        ledger_deletion_parallelism_of_two_phase_deletion=parallelism,
+        ledger_deletion_batch_size_of_two_phase_deletion=batch,
+    )
     gated = GatedStorage(sidecar.ledgers)
     sidecar.ledgers = gated
     recorder = Recorder()
@@ -89,13 +93,7 @@ def _gated_worker(
 def test_parallelism_bounds_concurrent_batches(
     janitor: JanitorFactory, namespace: NamespaceName
 ) -> None:
-    gated, recorder, worker = _gated_worker(
-        janitor,
-        namespace,
-        8,
-        ledger_deletion_parallelism_of_two_phase_deletion=3,
-        ledger_deletion_batch_size_of_two_phase_deletion=1,
-    )
+    gated, recorder, worker = _gated_worker(janitor, namespace, 8, parallelism=3, batch=1)
     worker.start()
     try:
         with gated.changed:
@@ -116,13 +114,7 @@ def test_a_backlog_is_handled_in_batches_of_at_most_the_batch_size(
 ) -> None:
     """While the only handler is blocked, the due messages wait in its queue; released, it
     takes them as one batch (one pipelined read, one pipelined delete), never more."""
-    gated, recorder, worker = _gated_worker(
-        janitor,
-        namespace,
-        9,
-        ledger_deletion_parallelism_of_two_phase_deletion=1,
-        ledger_deletion_batch_size_of_two_phase_deletion=4,
-    )
+    gated, recorder, worker = _gated_worker(janitor, namespace, 9, parallelism=1, batch=4)
     worker.start()
     try:
         with gated.changed:
