@@ -14,7 +14,9 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
     "worker_throughput": {
         "count": int,
         "parallelism": int,
+        "batch_size": int,
         "worker_per_second": float,
+        "worker_one_at_a_time_per_second": float,
         "worker_outcomes": dict,
         "correct": bool,
         "raw_kazoo_delete_per_second": float,
