@@ -71,7 +71,7 @@ class LedgerDeleter:
             elif info.ledger_type is LedgerType.OFFLOAD_LEDGER:
                 decisions[i] = self._delete_offloaded(info, record, dry_run)
             elif record is None:
-                decisions[i] = Decision(Verdict.ALREADY_GONE, f"ledger {info.ledger_id} is gone")
+                decisions[i] = _deleted(info, Deletion.GONE)
             else:
                 decisions[i] = check_ownership(info, record)
                 if decisions[i].verdict is Verdict.DELETE and not dry_run:
@@ -81,8 +81,8 @@ class LedgerDeleter:
         for ledger_id, settled in deleting.items():
             first, *duplicates = settled
             decisions[first] = _deleted(batch[first].info, outcomes[ledger_id])
+            gone = decisions[first].verdict is Verdict.DELETE
             for i in duplicates:  # the same ledger twice in one batch: deleted once
-                gone = decisions[first].verdict is Verdict.DELETE
                 decisions[i] = _deleted(batch[i].info, Deletion.GONE) if gone else decisions[first]
         return decisions
 

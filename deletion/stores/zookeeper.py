@@ -141,11 +141,7 @@ class ZooKeeperMetadataStore(MetadataStore):
 
     def get(self, path: str) -> Node | None:
         with _translated(path):
-            try:
-                data, zstat = self._client.get(path)
-            except NoNodeError:
-                return None
-        return Node(bytes(data or b""), _stat(zstat))
+            return _read(self._client.get_async(path))
 
     def children(self, path: str) -> list[str]:
         with _translated(path):
