@@ -26,7 +26,10 @@ from .schema import FOREIGN, UNATTRIBUTABLE
 _PART: Final = r"[-=:.\w]+"  # Pulsar's NamedEntity rule; Java's \w is ASCII-only
 _ML_NAME: Final = rf"^({_PART})/({_PART})/persistent/([^/]+)$"
 _SCHEMA_ID: Final = rf"^({_PART})/({_PART})/([^/]+)$"
-_PARTITION: Final = r".-partition-[0-9]+$"
+# Java's TopicName.getPartitionIndex: canonical digits of an int (`t-partition-01` is no
+# partition); the int bound is checked after the match.
+_PARTITION: Final = r".-partition-(0|[1-9][0-9]{0,9})$"
+_MAX_PARTITION: Final = 2**31 - 1
 
 
 def _meta(key: str) -> Column:
@@ -72,7 +75,9 @@ def attribute(ledgers: DataFrame) -> DataFrame:
         & ~tenant.isin(".", "..")
         & ~namespace.isin(".", "..")
     )
-    is_partition = local.rlike(_PARTITION)
+    is_partition = local.rlike(_PARTITION) & (
+        sf.regexp_extract(local, _PARTITION, 1).cast("long") <= _MAX_PARTITION
+    )
     is_pulsar = application == "pulsar"
     attributable = sf.coalesce(
         is_pulsar

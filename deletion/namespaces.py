@@ -12,9 +12,10 @@ import contextlib
 from ledger_janitor.errors import VersionConflictError
 
 from .ports import MetadataStore
-from .topics import DELETION_TOPIC, NamespaceName
+from .topics import DELETION_TOPIC, NamespaceName, TopicName
 
 REGISTRY_ROOT = "/ledger-janitor/deletion-namespaces"
+_ANY = NamespaceName("t", "ns")  # only the local name's partition suffix matters here
 
 
 class NamespaceRegistry:
@@ -53,5 +54,4 @@ def discover_deletion_namespaces(store: MetadataStore) -> list[NamespaceName]:
 
 def _is_deletion_topic(encoded_local_name: str) -> bool:
     # The partitioned topic or one of its partitions; the archive and retry topics differ.
-    base, _, index = encoded_local_name.rpartition("-partition-")
-    return encoded_local_name == DELETION_TOPIC or (base == DELETION_TOPIC and index.isdigit())
+    return TopicName(_ANY, encoded_local_name).base.local_name == DELETION_TOPIC

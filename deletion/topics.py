@@ -24,8 +24,15 @@ def _valid_name_part(part: str) -> bool:
 
 
 def _partition(local_name: str) -> re.Match[str] | None:
+    """Java's `TopicName.getPartitionIndex`: the digits after the last `-partition-` must be
+    the canonical form of a non-negative int, so `t-partition-01` is no partition
+    (pulsar-common/src/main/java/org/apache/pulsar/common/naming/TopicName.java)."""
     match = _PARTITION.match(local_name)
-    return match if match and int(match["index"]) <= _MAX_PARTITION else None
+    if match is None:
+        return None
+    index = int(match["index"])
+    canonical = len(str(index)) == len(match["index"])
+    return match if canonical and index <= _MAX_PARTITION else None
 
 
 def java_url_encode(text: str) -> str:

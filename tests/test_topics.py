@@ -97,6 +97,13 @@ def test_schema_id_uses_the_encoded_base_name_without_partition_or_domain() -> N
     assert schema_path(base) == schema_path(partition)
 
 
+def test_zero_padded_suffix_keeps_its_own_schema() -> None:
+    """A zero-padded suffix is part of the name, so the schema path keeps it."""
+    padded = TopicName(NS, "t-partition-01")
+    assert schema_path(padded) == "/schemas/t/ns/t-partition-01"
+    assert schema_path(TopicName(NS, "t-partition-1")) == "/schemas/t/ns/t"
+
+
 def test_plain_names_are_unchanged() -> None:
     topic = TopicName(NS, "orders")
     assert topic.managed_ledger_name == "t/ns/persistent/orders"
@@ -115,6 +122,14 @@ def test_plain_names_are_unchanged() -> None:
         ("orders-partition-", "orders-partition-", None),
         ("orders-partition-x", "orders-partition-x", None),
         ("-partition-3", "-partition-3", None),
+        # Java's TopicName.getPartitionIndex: only the canonical digits of an int.
+        ("t-partition-01", "t-partition-01", None),
+        ("t-partition-00", "t-partition-00", None),
+        ("t-partition-007", "t-partition-007", None),
+        ("t-partition-+1", "t-partition-+1", None),
+        ("t-partition--1", "t-partition--1", None),
+        ("t-partition-2147483647", "t", 2147483647),
+        ("t-partition-2147483648", "t-partition-2147483648", None),
     ],
 )
 def test_partition_suffix(local: str, base: str, index: int | None) -> None:
