@@ -16,10 +16,11 @@ import pytest
 from consumers.handler import Outcome
 from deletion.ports import ANY_VERSION, LedgerRecord, LedgerStorage, MetadataStore, Node
 from deletion.topics import NamespaceName, TopicName
-from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending
 from ledger_janitor.wiring import Sidecar
 
 from .harness.janitor import JanitorFactory, Recorder
+from .reliability.oracle import GroundTruth, pending
+from .reliability.scenario import raw_for
 
 # The simulated crash ends the handler thread it strikes, as it would the process.
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
@@ -128,28 +129,27 @@ DELETE_STEPS = [
 def test_crash_on_the_delete_path_deletes_exactly_once(
     janitor: JanitorFactory, namespace: NamespaceName, step: str
 ) -> None:
-    seeder = TopicSeeder(janitor.backend.metadata, janitor.backend.factory)
-    seeded = seeder.seed(TopicName(namespace, "t-partition-0"), ledgers=3)
-    target = seeded.ledgers[0]
+    truth = GroundTruth(janitor.backend.metadata, janitor.backend.factory)
+    topic = TopicName(namespace, "t-partition-0")
+    target = truth.seed(topic, 3, ("sub", "reader"), schema_versions=1).ledgers[0]
 
     def enqueue(sidecar: Sidecar) -> None:
         sidecar.phase_one.enqueue_then_commit(
-            [pending(seeded.topic, target)], lambda: seeder.release(seeded, [target])
+            [pending(topic, target)], lambda: truth.release(topic, [target])
         )
 
     recovered = _crash_then_recover(janitor, step, enqueue)
     expected = Outcome.ALREADY_GONE if step == "after_delete_before_ack" else Outcome.DELETED
     recovered.wait_for(lambda rs: recovered.of(target) == [expected])
-    assert not janitor.backend.exists(target)
-    _assert_referenced_intact(janitor, seeded)
+    _assert_safe(janitor, truth, deleted={target})
 
 
 @pytest.mark.parametrize("step", ["after_retry_send_before_ack", "after_archive_send_before_ack"])
 def test_crash_on_the_reconsume_path_never_deletes_a_referenced_ledger(
     janitor: JanitorFactory, namespace: NamespaceName, step: str
 ) -> None:
-    seeder = TopicSeeder(janitor.backend.metadata, janitor.backend.factory)
-    seeded = seeder.seed(TopicName(namespace, "t"), ledgers=3)
+    truth = GroundTruth(janitor.backend.metadata, janitor.backend.factory)
+    seeded = truth.seed(TopicName(namespace, "t"), 3, ("sub", "reader"), schema_versions=1)
     referenced = seeded.ledgers[1]
     times = 0 if step == "after_retry_send_before_ack" else 3
 
@@ -168,9 +168,14 @@ def test_crash_on_the_reconsume_path_never_deletes_a_referenced_ledger(
     recovered = _crash_then_recover(janitor, step, enqueue)
     recovered.wait_for(lambda rs: Outcome.ARCHIVED in recovered.of(referenced))
     assert Outcome.DELETED not in recovered.of(referenced)
-    _assert_referenced_intact(janitor, seeded)
+    _assert_safe(janitor, truth, deleted=set())
 
 
-def _assert_referenced_intact(janitor: JanitorFactory, seeded: SeededTopic) -> None:
-    missing = [i for i in seeded.referenced() if not janitor.backend.exists(i)]
-    assert missing == []
+def _assert_safe(janitor: JanitorFactory, truth: GroundTruth, deleted: set[int]) -> None:
+    """Against the test's own record and the ledger store's raw state: exactly `deleted`
+    is gone (once, where the store logs deletions), everything referenced is there."""
+    raw = raw_for(janitor.backend)
+    assert set(truth.owner) - raw.alive() == deleted
+    assert truth.referenced() <= raw.alive()
+    logged = raw.deletions()
+    assert logged is None or sorted(logged) == sorted(deleted)

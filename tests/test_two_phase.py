@@ -10,20 +10,25 @@ import pytest
 from consumers.handler import Outcome
 from deletion import message_properties as props
 from deletion.message import LedgerComponent, encode
-from deletion.pulsar_metadata import ManagedLedgerWriter, MetadataInUseLedgers
 from deletion.topics import SUBSCRIPTION, NamespaceName, TopicName
 from ledger_janitor.errors import EnqueueError
-from ledger_janitor.seeding import TopicSeeder, pending
 
 from .harness.janitor import JanitorFactory, Recorder
+from .reliability.oracle import GroundTruth, ml_path, pending
+from .reliability.raw_ledgers import RawLedgers
+from .reliability.scenario import raw_for
 
 
 def _topic(namespace: NamespaceName, local: str = "orders-partition-1") -> TopicName:
     return TopicName(namespace, local)
 
 
-def _seeder(janitor: JanitorFactory) -> TopicSeeder:
-    return TopicSeeder(janitor.backend.metadata, janitor.backend.factory)
+def _seeder(janitor: JanitorFactory) -> GroundTruth:
+    return GroundTruth(janitor.backend.metadata, janitor.backend.factory)
+
+
+def _raw(janitor: JanitorFactory) -> RawLedgers:
+    return raw_for(janitor.backend)
 
 
 def test_released_ledger_is_deleted_after_the_delay_and_not_before(
@@ -35,13 +40,14 @@ def test_released_ledger_is_deleted_after_the_delay_and_not_before(
     producer = janitor.sidecar(send_delay_seconds_of_two_phase_deletion=2)
     before_send = time.time()
     producer.phase_one.enqueue_then_commit(
-        [pending(seeded.topic, i) for i in released], lambda: seeder.release(seeded, released)
+        [pending(seeded.topic, i) for i in released], lambda: seeder.release(seeded.topic, released)
     )
     janitor.worker(recorder, send_delay_seconds_of_two_phase_deletion=2)
 
     recorder.wait_for(lambda rs: sum(r.outcome is Outcome.DELETED for r in rs) == 2)
-    assert not any(janitor.backend.exists(i) for i in released)
-    assert all(janitor.backend.exists(i) for i in seeded.referenced())
+    alive = _raw(janitor).alive()
+    assert not set(released) & alive
+    assert seeded.referenced() <= alive
     # The embedded broker ignores delays: the worker itself held the messages back.
     assert len(recorder.results) == 2
     assert min(recorder.times) >= before_send + 2.0
@@ -60,7 +66,7 @@ def test_ledger_in_use_is_reconsumed_then_archived_with_java_retry_properties(
     recorder.wait_for(lambda rs: any(r.outcome is Outcome.ARCHIVED for r in rs), timeout=60)
     assert recorder.of(still_used) == [Outcome.RECONSUMED] * 10 + [Outcome.ARCHIVED]
     assert recorder.results[-1].reason.startswith("gave up after 10 reconsumes")
-    assert janitor.backend.exists(still_used)
+    assert still_used in _raw(janitor).alive()
     archived = _drain(janitor, namespace.archive_topic, 1)[0]
     properties = archived.properties()
     assert properties[props.RECONSUME_TIMES] == "11"
@@ -89,28 +95,18 @@ def test_stale_snapshot_never_deletes_a_newer_ledger(
     sidecar = janitor.sidecar()
     released = seeded.ledgers[0]
     sidecar.phase_one.enqueue_then_commit(
-        [pending(seeded.topic, released)], lambda: seeder.release(seeded, [released])
+        [pending(seeded.topic, released)], lambda: seeder.release(seeded.topic, [released])
     )
     janitor.worker(recorder, in_use_ledgers_cache_ttl_seconds=600)
     recorder.wait_for(lambda rs: Outcome.DELETED in [r.outcome for r in rs])
     # The worker's snapshot is now cached for 10 minutes. The topic rolls a new ledger,
     # and a phase one for it "crashes" before its commit: the ledger stays referenced.
-    newer = janitor.backend.factory.create_ledger(
-        {
-            "application": b"pulsar",
-            "component": b"managed-ledger",
-            "pulsar/managed-ledger": seeded.topic.managed_ledger_name.encode(),
-        }
-    )
-    writer = ManagedLedgerWriter(janitor.backend.metadata)
-    info, version = writer.read(seeded.topic) or (None, 0)
-    assert info is not None
-    writer.write(seeded.topic, [*(li.ledgerId for li in info.ledgerInfo), newer], version)
+    newer = seeder.roll_over(seeded.topic)
     sidecar.phase_one.enqueue([pending(seeded.topic, newer)])
 
     recorder.wait_for(lambda rs: Outcome.ARCHIVED in recorder.of(newer))
     assert Outcome.DELETED not in recorder.of(newer)
-    assert janitor.backend.exists(newer)
+    assert newer in _raw(janitor).alive()
 
 
 def test_duplicate_messages_delete_once_and_both_are_acked(
@@ -121,7 +117,7 @@ def test_duplicate_messages_delete_once_and_both_are_acked(
     target = seeded.ledgers[0]
     sidecar = janitor.sidecar()
     sidecar.phase_one.enqueue_then_commit(
-        [pending(seeded.topic, target)], lambda: seeder.release(seeded, [target])
+        [pending(seeded.topic, target)], lambda: seeder.release(seeded.topic, [target])
     )
     sidecar.phase_one.enqueue([pending(seeded.topic, target)])
     worker = janitor.worker(recorder)
@@ -145,16 +141,17 @@ def test_cursor_ledger_rotation_deletes_the_old_cursor_ledger_only(
 ) -> None:
     seeder, recorder = _seeder(janitor), Recorder()
     seeded = seeder.seed(_topic(namespace, "with space:and%colon"), ledgers=2, schema_versions=1)
-    old_cursor = seeded.cursor_ledger
+    old_cursor = seeded.cursors["sub"]
     sidecar = janitor.sidecar()
     sidecar.phase_one.enqueue_then_commit(
         [pending(seeded.topic, old_cursor, LedgerComponent.MANAGED_CURSOR)],
-        lambda: seeder.rotate_cursor(seeded),
+        lambda: seeder.rotate_cursor(seeded.topic, "sub"),
     )
     janitor.worker(recorder)
     recorder.wait_for(lambda rs: recorder.of(old_cursor) == [Outcome.DELETED])
-    assert not janitor.backend.exists(old_cursor)
-    assert all(janitor.backend.exists(i) for i in seeded.referenced())
+    alive = _raw(janitor).alive()
+    assert old_cursor not in alive
+    assert seeded.referenced() <= alive
 
 
 def test_undecodable_message_is_archived_intact_and_the_worker_keeps_going(
@@ -170,7 +167,7 @@ def test_undecodable_message_is_archived_intact_and_the_worker_keeps_going(
     recorder.wait_for(lambda rs: any(r.outcome is Outcome.ARCHIVED for r in rs))
     sidecar.phase_one.enqueue_then_commit(
         [pending(seeded.topic, seeded.ledgers[0])],
-        lambda: seeder.release(seeded, seeded.ledgers[:1]),
+        lambda: seeder.release(seeded.topic, seeded.ledgers[:1]),
     )
     recorder.wait_for(lambda rs: any(r.outcome is Outcome.DELETED for r in rs))
     archived = _drain(janitor, namespace.archive_topic, 1)[0]
@@ -185,7 +182,7 @@ def test_message_naming_another_namespace_is_archived_not_deleted(
     seeder, recorder = _seeder(janitor), Recorder()
     victim = seeder.seed(_topic(NamespaceName(namespace.tenant + "x", "victim")), ledgers=3)
     target = victim.ledgers[0]
-    seeder.release(victim, [target])  # unreferenced now, but not this namespace's to delete
+    seeder.release(victim.topic, [target])  # unreferenced now, but not this namespace's to delete
     sidecar = janitor.sidecar()
     sidecar.registry.register(namespace)
     sidecar.pool.send(namespace.deletion_topic, encode(pending(victim.topic, target)), {}).result(
@@ -196,7 +193,7 @@ def test_message_naming_another_namespace_is_archived_not_deleted(
     recorder.wait_for(lambda rs: len(rs) == 1)
     assert recorder.results[0].outcome is Outcome.ARCHIVED
     assert "outside namespace" in recorder.results[0].reason
-    assert janitor.backend.exists(target)
+    assert target in _raw(janitor).alive()
 
 
 def test_ledger_whose_metadata_names_another_topic_is_archived(
@@ -206,7 +203,7 @@ def test_ledger_whose_metadata_names_another_topic_is_archived(
     theirs = seeder.seed(_topic(namespace, "theirs"), ledgers=2)
     mine = seeder.seed(_topic(namespace, "mine"), ledgers=2)  # ids above the target: not stale
     target = theirs.ledgers[0]
-    seeder.release(theirs, [target])
+    seeder.release(theirs.topic, [target])
     # `mine` never referenced the ledger, and the ledger's own metadata names `theirs`.
     janitor.sidecar().phase_one.enqueue([pending(mine.topic, target)])
     janitor.worker(recorder)
@@ -214,7 +211,7 @@ def test_ledger_whose_metadata_names_another_topic_is_archived(
     recorder.wait_for(lambda rs: len(rs) == 1)
     assert recorder.results[0].outcome is Outcome.ARCHIVED
     assert "pulsar/managed-ledger" in recorder.results[0].reason
-    assert janitor.backend.exists(target)
+    assert target in _raw(janitor).alive()
 
 
 def test_failed_send_never_commits_metadata(
@@ -233,5 +230,5 @@ def test_failed_send_never_commits_metadata(
             [pending(seeded.topic, seeded.ledgers[0])], lambda: committed.append(True)
         )
     assert committed == []
-    still = MetadataInUseLedgers(janitor.backend.metadata).fetch(seeded.topic)
-    assert seeded.ledgers[0] in still.ledger_ids
+    node = janitor.backend.metadata.get(ml_path(seeded.topic))
+    assert node is not None and node.stat.version == seeded.version  # untouched

@@ -1,5 +1,9 @@
 """`ledger-janitor run --metadata-store zk:...` on a ZooKeeper laid out as a Pulsar cluster
-deletes exactly the enqueued, unreferenced ledgers, and nothing else."""
+deletes exactly the enqueued, unreferenced ledgers, and nothing else.
+
+What is referenced is the test's own record (tests/reliability/oracle.py), and what exists is
+read from BookKeeper's `/ledgers` tree with kazoo: never through the product's readers.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +11,19 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pulsar
+from kazoo.client import KazooClient
 
 from deletion import message
-from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.message import LedgerComponent
-from deletion.metadata_codec import wrap
-from deletion.ports import MetadataStore
 from deletion.proto.ml_data_formats_pb2 import CompressionType, ManagedCursorInfo
-from deletion.pulsar_metadata import MetadataInUseLedgers
-from deletion.topics import NamespaceName, TopicName, java_url_decode, managed_ledger_path
+from deletion.topics import NamespaceName, TopicName
 from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending
 
 from .harness.janitor import JanitorFactory, ZkLedgerFactory, zookeeper_backend
 from .harness.process import start_sidecar, stop_sidecar, wait_until
 from .harness.zookeeper import ZooKeeperServer
+from .reliability.oracle import GroundTruth, ml_path, pending, schema_path
+from .reliability.raw_ledgers import ZooKeeperLedgers
 
 BOOKKEEPER_OWN = [
     "/ledgers/LAYOUT",
@@ -33,25 +35,13 @@ BOOKKEEPER_OWN = [
 ]
 
 
-def referenced_everywhere(store: MetadataStore) -> set[int]:
-    """Every ledger any topic's metadata references, found by walking Pulsar's tree."""
-    in_use, found = MetadataInUseLedgers(store), set()
-    for tenant in store.children("/managed-ledgers"):
-        for ns in store.children(f"/managed-ledgers/{tenant}"):
-            for encoded in store.children(f"/managed-ledgers/{tenant}/{ns}/persistent"):
-                topic = TopicName(NamespaceName(tenant, ns), java_url_decode(encoded))
-                found |= in_use.fetch(topic).ledger_ids
-    return found
-
-
-def _compress_topic(store: MetadataStore, seeded: SeededTopic) -> None:
-    for path, kind in (
-        (managed_ledger_path(seeded.topic), CompressionType.ZSTD),
-        (f"{managed_ledger_path(seeded.topic)}/sub", CompressionType.LZ4),
-    ):
-        node = store.get(path)
-        assert node is not None
-        store.set(path, wrap(node.data, kind))
+def untouched(client: KazooClient, truths: Iterable[GroundTruth]) -> bool:
+    """Every managed-ledger znode is still at the version the test last wrote."""
+    return all(
+        client.exists(ml_path(topic)).version == truth.version
+        for owner in truths
+        for topic, truth in owner.topics.items()
+    )
 
 
 def _archived(client: pulsar.Client, namespaces: Iterable[NamespaceName], count: int) -> list[str]:
@@ -75,48 +65,58 @@ def test_sidecar_deletes_exactly_the_unreferenced_ledgers_of_a_pulsar_cluster(
         for node in BOOKKEEPER_OWN:
             store.create(node, b"")
         foreign = backend.factory.create_ledger({})  # not Pulsar's: no custom metadata
-        small = TopicSeeder(store, backend.factory)
-        large = TopicSeeder(store, ZkLedgerFactory(store, first_id=2**33))  # 3-4-4-4-4 paths
+        small = GroundTruth(store, backend.factory)
+        large = GroundTruth(store, ZkLedgerFactory(store, first_id=2**33))  # 3-4-4-4-4 paths
         acme, beta = NamespaceName("acme", "orders"), NamespaceName("beta", "billing")
         partitions = [
             small.seed(
                 TopicName(acme, f"orders-partition-{i}"),
-                ledgers=4,
+                4,
+                ("sub", "reader"),
                 schema_versions=2 if i == 0 else 0,
             )
             for i in range(3)
         ]
-        encoded = small.seed(TopicName(acme, "events v2:raw"), ledgers=4)
-        _compress_topic(store, encoded)
-        invoices = large.seed(TopicName(beta, "invoices"), ledgers=4)
+        # Not a partition: its schema is its own, not orders'.
+        padded = small.seed(TopicName(acme, "orders-partition-01"), 4, schema_versions=1)
+        assert schema_path(padded.topic) == "/schemas/acme/orders/orders-partition-01"
+        encoded = small.seed(TopicName(acme, "events v2:raw %+~*\u00e9"), 4, ("sub", "b c"))
+        assert ml_path(encoded.topic).endswith("/events+v2%3Araw+%25%2B%7E*%C3%A9")
+        small.compress(encoded.topic, CompressionType.ZSTD)
+        small.compress(padded.topic, CompressionType.LZ4)
+        invoices = large.seed(TopicName(beta, "invoices"), 4, ("sub", "reader", "x"), 1)
         compactor = backend.factory.create_ledger(
             {"application": b"pulsar", "component": b"compactor"}
         )
         compaction = ManagedCursorInfo(cursorsLedgerId=-1)
         compaction.properties.add(name="CompactedTopicLedger", value=compactor)
-        store.create(
-            f"{managed_ledger_path(partitions[0].topic)}/__compaction",
-            compaction.SerializeToString(),
-        )
+        store.create(f"{ml_path(partitions[0].topic)}/__compaction", compaction.SerializeToString())
         leaked = encoded.ledgers[0]
-        small.release(encoded, [leaked])  # a legacy leak: never enqueued, so never touched
+        small.release(encoded.topic, [leaked])  # a legacy leak: never enqueued, so never touched
 
         sidecar = janitor.sidecar()
         expected_deleted: set[int] = set()
-        for seeded in [*partitions, encoded, invoices]:
+        for seeded, owner in [
+            *((t, small) for t in [*partitions, padded, encoded]),
+            (invoices, large),
+        ]:
             released = seeded.ledgers[:2]
             sidecar.phase_one.enqueue_then_commit(
                 [pending(seeded.topic, i) for i in released],
-                lambda s=seeded, r=released: (large if s is invoices else small).release(s, r),
+                lambda o=owner, t=seeded.topic, r=released: o.release(t, r),
             )
             expected_deleted |= set(released)
-        old_cursor = small.rotate_cursor(partitions[1])
+        old_cursor = small.rotate_cursor(partitions[1].topic, "sub")
         sidecar.phase_one.enqueue(
             [pending(partitions[1].topic, old_cursor, LedgerComponent.MANAGED_CURSOR)]
         )
         expected_deleted.add(old_cursor)
-        crashed = invoices.ledgers[-1]  # enqueued, but the commit never happened
-        sidecar.phase_one.enqueue([pending(invoices.topic, crashed)])
+        crashed = [  # enqueued, but the commit never happened: still referenced
+            pending(invoices.topic, invoices.ledgers[-1]),
+            pending(padded.topic, padded.schemas[0], LedgerComponent.SCHEMA_STORAGE),
+            pending(encoded.topic, encoded.cursors["b c"], LedgerComponent.MANAGED_CURSOR),
+        ]
+        sidecar.phase_one.enqueue(crashed)
         hostile = [
             pending(partitions[0].topic, foreign),
             pending(partitions[0].topic, compactor),
@@ -125,9 +125,10 @@ def test_sidecar_deletes_exactly_the_unreferenced_ledgers_of_a_pulsar_cluster(
         for info in hostile:
             sidecar.pool.send(acme.deletion_topic, message.encode(info), {}).result(10)
 
-        ledgers = BookKeeperLedgerStorage(store)
-        before, referenced_before = set(ledgers.ledger_ids()), referenced_everywhere(store)
-        assert referenced_before <= before and expected_deleted <= before - referenced_before
+        raw = ZooKeeperLedgers(store.client)  # type: ignore[attr-defined]
+        referenced = small.referenced() | large.referenced()
+        before = raw.alive()
+        assert referenced <= before and expected_deleted <= before - referenced
 
         run = start_sidecar(
             backend.metadata_url,
@@ -137,20 +138,20 @@ def test_sidecar_deletes_exactly_the_unreferenced_ledgers_of_a_pulsar_cluster(
             maxReconsumeTimesOfTwoPhaseDeletion=2,
         )
         try:
-            wait_until(lambda: not expected_deleted & set(ledgers.ledger_ids()), 60, "deletions")
-            reasons = _archived(sidecar.client, [acme, beta], count=4)
+            wait_until(lambda: not expected_deleted & raw.alive(), 60, "deletions")
+            reasons = _archived(sidecar.client, [acme, beta], count=len(crashed) + 3)
         finally:
             stop_sidecar(run)
 
-        after = set(ledgers.ledger_ids())
+        after = raw.alive()
         assert before - after == expected_deleted
-        assert referenced_everywhere(store) == referenced_before
-        assert referenced_before <= after
-        assert {leaked, foreign, compactor, crashed} <= after
+        assert referenced <= after
+        assert {leaked, foreign, compactor} | {info.ledger_id for info in crashed} <= after
+        assert untouched(store.client, [small, large])  # type: ignore[attr-defined]
         assert all(store.get(node) is not None for node in BOOKKEEPER_OWN)
         assert sum("outside namespace" in r for r in reasons) == 1  # beta's ledger on acme
         assert sum("application=None" in r for r in reasons) == 1  # the foreign ledger
-        assert sum(r.startswith("gave up after 2 reconsumes") for r in reasons) == 2
+        assert sum(r.startswith("gave up after 2 reconsumes") for r in reasons) == len(crashed) + 1
     finally:
         janitor.close()
         backend.ledgers.close()

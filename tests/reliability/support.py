@@ -1,5 +1,5 @@
-"""Shared by the reliability tests: scenarios with known truth, the invariant checks, worker
-processes, the broker's own metrics, and reading the archive."""
+"""Shared by the reliability tests: worker processes, the broker's own metrics, and reading
+the archive. Scenarios with known truth are in scenario.py, the oracle in oracle.py."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +22,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from deletion import message
 from deletion import message_properties as props
-from deletion.ledgers.sqlite import SqliteLedgerStorage
 from deletion.message import PendingDeleteLedgerInfo
-from deletion.pulsar_metadata import MetadataInUseLedgers
-from deletion.topics import NamespaceName, TopicName
+from deletion.topics import NamespaceName
 from ledger_janitor.embedded import EmbeddedBroker, free_port
 from ledger_janitor.errors import DecodeError
-from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending
-from ledger_janitor.wiring import Sidecar
 
-from ..harness.janitor import Backend
 from ..harness.process import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,84 +36,6 @@ LONG = os.environ.get("LEDGER_JANITOR_LONG_TESTS") == "1"
 def scaled(default: int, long: int) -> int:
     """The default run's size, or the long variant's with LEDGER_JANITOR_LONG_TESTS=1."""
     return long if LONG else default
-
-
-# --- a scenario whose truth is known -------------------------------------------------------
-
-
-@dataclass
-class Scenario:
-    """Topics in Pulsar's layout and pending deletions of three kinds:
-
-    - `released`: enqueued, then the metadata commit dropped them: must end deleted;
-    - `unreleased`: enqueued, but the caller "crashed" before its commit: still referenced,
-      so they must survive and end archived ("gave up after N reconsumes");
-    - everything else a topic references is never enqueued and must survive.
-    """
-
-    backend: Backend
-    seeder: TopicSeeder
-    topics: list[SeededTopic]
-    released: set[int] = field(default_factory=set)
-    unreleased: set[int] = field(default_factory=set)
-
-    @property
-    def namespaces(self) -> list[NamespaceName]:
-        return sorted({seeded.topic.namespace for seeded in self.topics})
-
-    def referenced_now(self) -> set[int]:
-        """What the metadata references, read afresh (not from the model)."""
-        source = MetadataInUseLedgers(self.backend.metadata)
-        return set().union(*(source.fetch(seeded.topic).ledger_ids for seeded in self.topics))
-
-    def assert_safe(self) -> None:
-        """The safety invariant: nothing any metadata references has been deleted."""
-        referenced = self.referenced_now()
-        assert self.unreleased <= referenced
-        missing = sorted(i for i in referenced if not self.backend.exists(i))
-        assert missing == [], f"referenced ledgers deleted: {missing}"
-
-    def gone(self) -> set[int]:
-        """The released ledgers no longer in the ledger store (listed, not probed one by one)."""
-        listed: Iterable[int] = self.backend.ledgers.ledger_ids()  # type: ignore[attr-defined]
-        return self.released - set(listed)
-
-    def assert_exactly_once(self) -> None:
-        """On the SQLite ledger store, which logs every real deletion: each released
-        ledger was deleted exactly once, and nothing else was."""
-        storage = self.backend.factory
-        assert isinstance(storage, SqliteLedgerStorage)
-        counts = Counter(ledger for ledger, _ in storage.deletions())
-        assert set(counts) == self.released
-        assert [ledger for ledger, n in counts.items() if n > 1] == []
-
-
-def build_scenario(
-    backend: Backend,
-    sidecar: Sidecar,
-    namespaces: Iterable[NamespaceName],
-    topics_per_namespace: int,
-    released_per_topic: int,
-    unreleased_per_topic: int = 0,
-    kept_per_topic: int = 2,
-) -> Scenario:
-    seeder = TopicSeeder(backend.metadata, backend.factory)
-    scenario = Scenario(backend, seeder, [])
-    for namespace in namespaces:
-        for n in range(topics_per_namespace):
-            count = released_per_topic + unreleased_per_topic + kept_per_topic
-            seeded = seeder.seed(TopicName(namespace, f"topic-{n}"), ledgers=count)
-            scenario.topics.append(seeded)
-            released = seeded.ledgers[:released_per_topic]
-            unreleased = seeded.ledgers[released_per_topic : count - kept_per_topic]
-            sidecar.phase_one.enqueue_then_commit(
-                [pending(seeded.topic, i) for i in released],
-                lambda s=seeded, r=released: seeder.release(s, r),
-            )
-            sidecar.phase_one.enqueue([pending(seeded.topic, i) for i in unreleased])
-            scenario.released |= set(released)
-            scenario.unreleased |= set(unreleased)
-    return scenario
 
 
 # --- the archive --------------------------------------------------------------------------

@@ -19,9 +19,10 @@ import pulsar
 from consumers.handler import Outcome
 from deletion.message import MAX_MESSAGE_BYTES, SCHEMA
 from deletion.topics import NamespaceName, TopicName
-from ledger_janitor.seeding import TopicSeeder
 
 from ..harness.janitor import JanitorFactory, Recorder
+from .oracle import GroundTruth
+from .scenario import raw_for
 
 CASE = "HOSTILE_CASE"
 
@@ -63,15 +64,15 @@ def test_hostile_messages_are_archived_with_the_reason_and_nothing_is_deleted(
     janitor: JanitorFactory, namespace: NamespaceName, tmp_path: Path
 ) -> None:
     backend = janitor.backend
-    seeder = TopicSeeder(backend.metadata, backend.factory)
+    truth, raw = GroundTruth(backend.metadata, backend.factory), raw_for(backend)
     other = NamespaceName(f"{namespace.tenant}x", "ns")  # another tenant, seeded first
-    theirs = seeder.seed(TopicName(other, "theirs"), ledgers=3)
+    theirs = truth.seed(TopicName(other, "theirs"), 3)
     leaked = theirs.ledgers[0]
-    seeder.release(theirs, [leaked])  # unreferenced, never enqueued: a legacy leak
-    ours = seeder.seed(TopicName(namespace, "victim"), ledgers=3)
+    truth.release(theirs.topic, [leaked])  # unreferenced, never enqueued: a legacy leak
+    ours = truth.seed(TopicName(namespace, "victim"), 3)
     victim, our_leak = ours.ledgers[0], ours.ledgers[1]
-    seeder.release(ours, [our_leak])
-    before = set(backend.ledgers.ledger_ids())  # type: ignore[attr-defined]
+    truth.release(ours.topic, [our_leak])
+    assert set(truth.owner) <= raw.alive()
 
     a = f"{namespace}"
     cases: dict[str, tuple[bytes, str]] = {
@@ -174,7 +175,7 @@ def test_hostile_messages_are_archived_with_the_reason_and_nothing_is_deleted(
     for name, (_, expected) in cases.items():
         assert expected in archived[name], f"{name}: {archived[name]}"
     assert recorder.count(Outcome.DELETED) == 0
-    assert set(backend.ledgers.ledger_ids()) == before  # type: ignore[attr-defined]
+    assert set(truth.owner) <= raw.alive()
 
 
 def read_cases(consumer: Any, names: set[str]) -> dict[str, str]:

@@ -25,15 +25,14 @@ import pytest
 from deletion import message
 from deletion.topics import NamespaceName, TopicName
 from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.seeding import pending
 
 from ..harness.janitor import Backend, JanitorFactory
 from ..harness.process import wait_until
+from .oracle import pending
+from .scenario import Scenario, build_scenario
 from .support import (
-    Scenario,
     WorkerProcess,
     archived_ids,
-    build_scenario,
     read_archive,
     scaled,
     start_worker,
@@ -70,9 +69,9 @@ def test_sigkill_at_random_points_loses_nothing_and_deletes_nothing_referenced(
             unreleased_per_topic=3,
         )
         # Another namespace's referenced ledger, named on this namespace's deletion topic.
-        victim_topic = next(s for s in scenario.topics if s.topic.namespace == other)
-        victim = victim_topic.ledgers[-1]
-        hostile = pending(TopicName(other, victim_topic.topic.local_name), victim)
+        victim_topic = next(t for t in scenario.topics if t.namespace == other)
+        victim = scenario.truth[victim_topic].ledgers[-1]
+        hostile = pending(TopicName(other, victim_topic.local_name), victim)
         sidecar.pool.send(namespace.deletion_topic, message.encode(hostile), {}).result(10)
 
         total = len(scenario.released)
@@ -106,7 +105,7 @@ def test_sigkill_at_random_points_loses_nothing_and_deletes_nothing_referenced(
         janitor.close()
 
     scenario.assert_safe()
-    assert backend.exists(victim)
+    assert victim in scenario.raw.alive()
     assert archived_ids(found) == expected_archived, f"seed {seed}"
     reasons = {a.ledger_id: a.reason for a in found}
     assert "outside namespace" in reasons[victim]
