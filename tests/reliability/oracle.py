@@ -212,6 +212,11 @@ class GroundTruth:
         old, truth.cursors[cursor] = truth.cursors[cursor], new
         return old
 
+    def add_schema(self, topic: TopicName, ledger_id: int) -> None:
+        truth = self.topics[topic]
+        self._put(schema_path(topic), _locator([*truth.schemas, ledger_id]))
+        truth.schemas = [*truth.schemas, ledger_id]
+
     def drop_schemas(self, topic: TopicName, ledger_ids: Iterable[int]) -> None:
         truth, gone = self.topics[topic], set(ledger_ids)
         kept = [i for i in truth.schemas if i not in gone]
