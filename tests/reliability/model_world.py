@@ -4,6 +4,7 @@ any step, fail transiently, or see a ledger change between the read and the dele
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections import Counter
 from collections.abc import Mapping
@@ -11,10 +12,22 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hypothesis import event
+from hypothesis.errors import InvalidArgument
+
+from deletion import message
 from deletion import message_properties as props
 from deletion.ledgers.sqlite import SqliteLedgerStorage
-from deletion.ports import ANY_VERSION, LedgerRecord, LedgerStorage, Node
+from deletion.ports import (
+    ANY_VERSION,
+    InUseLedgers,
+    LedgerRecord,
+    LedgerStorage,
+    Node,
+    TopicLedgers,
+)
 from deletion.stores.sqlite import SqliteMetadataStore
+from deletion.topics import TopicName
 from ledger_janitor.errors import (
     TransientBrokerError,
     TransientLedgerStorageError,
@@ -24,6 +37,7 @@ from ledger_janitor.errors import (
 from .raw_ledgers import SqliteLedgers
 
 DELAY = 60.0  # sendDelaySeconds and reconsumeLaterSeconds
+SKEW = 10.0  # clockSkewAllowanceSeconds
 CRASH_STEPS = [
     "before in-use check",
     "before ownership read",
@@ -105,9 +119,10 @@ class Message:
         return self.key
 
     def due(self) -> float:
-        """When a broker honouring delays would deliver it (the worker may still wait)."""
+        """When the worker's early-delivery gate lets it through: its delay, at least the
+        send delay, plus the skew allowance."""
         delay = props.delay_ms(self.props)
-        return self.published_ms / 1000 + (DELAY if delay is None else delay / 1000)
+        return self.published_ms / 1000 + max(DELAY, (delay or 0) / 1000) + SKEW
 
 
 @dataclass
@@ -246,3 +261,50 @@ class Metadata:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
+
+
+# --- what happened, for --hypothesis-show-statistics ---------------------------------
+
+
+def id_of(received: Message) -> int:
+    return received.n
+
+
+def topic_of(received: Message) -> TopicName:
+    return message.decode(received.payload).topic_name
+
+
+CATEGORIES = [  # reason text -> what a handling came to
+    ("gave up", "exhausted its retries"),
+    ("still referenced", "referenced"),
+    ("predates", "snapshot older than the due time"),
+    ("too young", "too young for the age rule"),
+    ("unreferenced and", "old enough for the age rule"),
+    ("cannot tell", "unknown"),
+    ("changed while", "changed between read and delete"),
+    ("outside namespace", "another namespace's"),
+    ("metadata", "not the topic's ledger"),
+    ("cursor ledger", "not the topic's ledger"),
+]
+
+
+def note(what: str) -> None:
+    with contextlib.suppress(InvalidArgument):  # outside a hypothesis test: the spelt-out ones
+        event(what)
+
+
+class Snapshots:
+    """A worker's in-use source. Notes a fetch while the previous snapshot of the topic is
+    still within the cache's TTL: the cache found it older than a message's due time."""
+
+    def __init__(self, real: InUseLedgers, clock: Clock, ttl: float) -> None:
+        self._real, self._clock, self._ttl = real, clock, ttl
+        self._last: dict[TopicName, float] = {}
+
+    def fetch(self, topic: TopicName) -> TopicLedgers:
+        last = self._last.get(topic)
+        if last is not None and self._clock() - last < self._ttl:
+            note("a cached snapshot older than the due time was read again")
+        snapshot = self._real.fetch(topic)
+        self._last[topic] = self._clock()
+        return snapshot

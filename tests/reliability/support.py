@@ -210,7 +210,8 @@ def start_worker(
     **settings: object,
 ) -> WorkerProcess:
     port = free_port()
-    settings = {"metricsPort": port, **settings}
+    # One machine, one clock: no skew to allow for.
+    settings = {"metricsPort": port, "clockSkewAllowanceSecondsOfTwoPhaseDeletion": 0, **settings}
     overrides = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
     log, out = directory / f"{name}.log", directory / f"{name}.out"
     with log.open("ab") as stderr, out.open("ab") as stdout:
