@@ -190,15 +190,16 @@ class Consumer:
 
 
 class Born:
-    """Creates ledgers, remembering when on the fake clock: the ledger store's ctime."""
+    """Creates ledgers, remembering when: the ledger store's ctime, by the store's clock,
+    which runs as far behind ours as the skew allowance allows (ledgers look older)."""
 
-    def __init__(self, real: SqliteLedgerStorage, clock: Clock) -> None:
-        self._real, self._clock = real, clock
+    def __init__(self, real: SqliteLedgerStorage, clock: Clock, behind: float = SKEW) -> None:
+        self._real, self._clock, self._behind = real, clock, behind
         self.ctime_ms: dict[int, int] = {}
 
     def create_ledger(self, custom_metadata: Mapping[str, bytes]) -> int:
         ledger_id = self._real.create_ledger(custom_metadata)
-        self.ctime_ms[ledger_id] = int(self._clock() * 1000)
+        self.ctime_ms[ledger_id] = int((self._clock() - self._behind) * 1000)
         return ledger_id
 
 

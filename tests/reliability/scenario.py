@@ -86,9 +86,13 @@ def build_scenario(
     released_per_topic: int,
     unreleased_per_topic: int = 0,
     kept_per_topic: int = 2,
+    deleted_topics: bool = False,
 ) -> Scenario:
     """With `unreleased_per_topic`, one cursor ledger and one schema ledger of each topic are
-    enqueued without their commit too."""
+    enqueued without their commit too. With `deleted_topics` (the worker then needs
+    minLedgerAgeSecondsOfTwoPhaseDeletion=0), each namespace also has a topic deleted after
+    phase one for all its ledgers, and each topic an orphan above its newest ledger, never
+    recorded, enqueued as `audit --enqueue` would: all of them must end deleted."""
     truth = GroundTruth(backend.metadata, backend.factory)
     scenario = Scenario(backend, truth, raw_for(backend))
     for i, namespace in enumerate(namespaces):
@@ -114,4 +118,24 @@ def build_scenario(
             sidecar.phase_one.enqueue(crashed)
             scenario.released |= set(released)
             scenario.unreleased |= {info.ledger_id for info in crashed}
+            if deleted_topics:
+                orphan = truth.new_ledger(topic, LedgerComponent.MANAGED_LEDGER)
+                sidecar.phase_one.enqueue([pending(topic, orphan)])
+                scenario.released.add(orphan)
+        if deleted_topics:
+            _delete_a_topic(
+                scenario, sidecar, TopicName(namespace, f"gone {i} \u00e9-partition-{i}")
+            )
     return scenario
+
+
+def _delete_a_topic(scenario: Scenario, sidecar: Sidecar, topic: TopicName) -> None:
+    seeded = scenario.truth.seed(topic, 3, CURSORS, SCHEMA_VERSIONS)
+    infos = [
+        *(pending(topic, i) for i in seeded.ledgers),
+        *(pending(topic, i, LedgerComponent.MANAGED_CURSOR) for i in seeded.cursors.values()),
+        *(pending(topic, i, LedgerComponent.SCHEMA_STORAGE) for i in seeded.schemas),
+    ]
+    sidecar.phase_one.enqueue_then_commit(infos, lambda: scenario.truth.delete_topic(topic))
+    scenario.topics.append(topic)
+    scenario.released |= {info.ledger_id for info in infos}

@@ -43,12 +43,13 @@ from .model_machine import (
     CURSORS,
     DUE,
     MAX_RECONSUMES,
+    MIN_AGE,
     NAMESPACES,
     TOPICS,
     ProtocolMachine,
     Trim,
 )
-from .model_world import CRASH_STEPS, Consumer, Crash, id_of, note, topic_of
+from .model_world import CRASH_STEPS, SKEW, Consumer, Crash, id_of, note, topic_of
 from .oracle import ml_path, pending, schema_path
 from .support import scaled
 
@@ -157,6 +158,30 @@ class Protocol(ProtocolMachine):
         self.warm_cache(worker, topic)
         self.truth.set_ledgers(topic, [*self.truth[topic].ledgers, slow])
         self.enqueue_then_crash((topic, slow), check)
+
+    @rule(
+        topic=st.sampled_from(TOPICS),
+        worker=st.integers(0, 1),
+        recorded_after=st.sampled_from([DUE + 1, MIN_AGE - SKEW / 2]),
+    )
+    def a_ledger_being_created_is_enqueued(
+        self, topic: TopicName, worker: int, recorded_after: float
+    ) -> None:
+        """The audit takes a ledger for an orphan while the broker is still creating it; the
+        message comes due before the broker records the ledger, within the grace period
+        (but perhaps not by the ledger store's clock, which runs behind). Nothing can vouch
+        for the ledger yet: only its age can, and it is young."""
+        if not self.truth[topic].exists:
+            return
+        ledger = self.truth.new_ledger(topic, LedgerComponent.MANAGED_LEDGER)
+        self.phase_one.enqueue([pending(topic, ledger)])
+        self.enqueued.add(ledger)
+        self.time_passes(recorded_after)
+        for received in self.broker.due():
+            if message.decode(received.payload).ledger_id == ledger:
+                self._handle(worker, received)
+        self.truth.set_ledgers(topic, [*self.truth[topic].ledgers, ledger])
+        assert ledger in self.raw.alive()
 
     @precondition(lambda self: self.broker.due())
     @rule(data=st.data(), worker=st.integers(0, 1))

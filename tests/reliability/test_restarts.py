@@ -43,12 +43,15 @@ def test_broker_restart_mid_run(
     janitor = JanitorFactory(backend, private_broker.service_url, tmp_path)
     try:
         sidecar = janitor.sidecar(send_delay_seconds_of_two_phase_deletion=0)
-        scenario = build_scenario(backend, sidecar, [namespace], 2, RELEASED_PER_TOPIC, 2)
+        scenario = build_scenario(
+            backend, sidecar, [namespace], 2, RELEASED_PER_TOPIC, 2, deleted_topics=True
+        )
         recorder = Recorder()
         janitor.worker(
             recorder,
             send_delay_seconds_of_two_phase_deletion=0,
             reconsume_later_seconds_of_two_phase_deletion=0,
+            min_ledger_age_seconds_of_two_phase_deletion=0,
         )
         recorder.wait_for(lambda results: recorder.count(Outcome.DELETED) >= 50)
         assert private_broker.process is not None
@@ -123,10 +126,13 @@ def test_zookeeper_restart_mid_run(
     janitor = JanitorFactory(backend, broker.service_url, tmp_path)
     try:
         sidecar = janitor.sidecar(send_delay_seconds_of_two_phase_deletion=0)
-        scenario = build_scenario(backend, sidecar, [namespace], 2, RELEASED_PER_TOPIC, 2)
+        scenario = build_scenario(
+            backend, sidecar, [namespace], 2, RELEASED_PER_TOPIC, 2, deleted_topics=True
+        )
         worker_side = janitor.sidecar(
             send_delay_seconds_of_two_phase_deletion=0,
             reconsume_later_seconds_of_two_phase_deletion=0,
+            min_ledger_age_seconds_of_two_phase_deletion=0,
         )
         clients = [worker_side.metadata.client, worker_side.ledgers._store.client]  # type: ignore[attr-defined]
         states = [SessionStates(client) for client in clients]
@@ -173,11 +179,14 @@ def test_zookeeper_session_expiry_mid_run(
     janitor = JanitorFactory(backend, broker.service_url, tmp_path)
     try:
         sidecar = janitor.sidecar(send_delay_seconds_of_two_phase_deletion=0)
-        scenario = build_scenario(backend, sidecar, [namespace], 2, RELEASED_PER_TOPIC, 2)
+        scenario = build_scenario(
+            backend, sidecar, [namespace], 2, RELEASED_PER_TOPIC, 2, deleted_topics=True
+        )
         recorder = Recorder()
         worker_side = janitor.sidecar(
             send_delay_seconds_of_two_phase_deletion=0,
             reconsume_later_seconds_of_two_phase_deletion=0,
+            min_ledger_age_seconds_of_two_phase_deletion=0,
         )
         clients = [worker_side.metadata.client, worker_side.ledgers._store.client]  # type: ignore[attr-defined]
         states = [SessionStates(client) for client in clients]

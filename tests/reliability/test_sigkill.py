@@ -47,6 +47,7 @@ SETTINGS = {
     "sendDelaySecondsOfTwoPhaseDeletion": 0,
     "reconsumeLaterSecondsOfTwoPhaseDeletion": 0,
     "maxReconsumeTimesOfTwoPhaseDeletion": 3,
+    "minLedgerAgeSecondsOfTwoPhaseDeletion": 0,  # ledgers of deleted topics, orphans
     "ledgerDeletionParallelismOfTwoPhaseDeletion": 4,
 }
 
@@ -67,6 +68,7 @@ def test_sigkill_at_random_points_loses_nothing_and_deletes_nothing_referenced(
             topics_per_namespace=2,
             released_per_topic=RELEASED_PER_TOPIC,
             unreleased_per_topic=3,
+            deleted_topics=True,
         )
         # Another namespace's referenced ledger, named on this namespace's deletion topic.
         victim_topic = next(t for t in scenario.topics if t.namespace == other)

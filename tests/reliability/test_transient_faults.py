@@ -131,7 +131,9 @@ def test_transient_failures_everywhere(
     faults = Faults(seed, RATE, rates={HANDED_BACK: 0.5}, caps={HANDED_BACK: 3})
     backend: Backend = janitor.backend
     producer_side = janitor.sidecar(send_delay_seconds_of_two_phase_deletion=0)
-    scenario = build_scenario(backend, producer_side, [namespace], 2, RELEASED_PER_TOPIC, 3)
+    scenario = build_scenario(
+        backend, producer_side, [namespace], 2, RELEASED_PER_TOPIC, 3, deleted_topics=True
+    )
 
     # Phase one through a flaky broker: a refused send means no commit, and no message.
     flaky_phase_one = PhaseOne(
@@ -200,6 +202,7 @@ def start_worker(janitor: JanitorFactory, faults: Faults) -> tuple[DeletionWorke
         send_delay_seconds_of_two_phase_deletion=0,
         reconsume_later_seconds_of_two_phase_deletion=0,
         max_reconsume_times_of_two_phase_deletion=10,
+        min_ledger_age_seconds_of_two_phase_deletion=0,
     )
     side.metadata = FlakyMetadata(side.metadata, faults)  # type: ignore[assignment]
     side.ledgers = FlakyStorage(side.ledgers, faults)
