@@ -31,7 +31,7 @@ from deletion.offload.context import IncompleteOffloadError
 from deletion.ports import Deletion, LedgerRecord, LedgerStorage
 from deletion.topics import NamespaceName
 from deletion.transient import TransientRetry
-from ledger_janitor.errors import DecodeError, JanitorError
+from ledger_janitor.errors import DecodeError, JanitorError, OffloadOwnershipError
 
 V = TypeVar("V")
 Record = LedgerRecord | None | JanitorError
@@ -177,7 +177,7 @@ class LedgerDeleter:
             )
         except IncompleteOffloadError as exc:
             return Decision(Verdict.RECONSUME, f"offload still in progress: {exc}")
-        except (DecodeError, UnsupportedOffloadDriverError) as exc:
+        except (DecodeError, UnsupportedOffloadDriverError, OffloadOwnershipError) as exc:
             return Decision(Verdict.ARCHIVE, f"cannot delete offloaded ledger: {exc}")
         except JanitorError as exc:
             return _unknown(exc)
