@@ -87,6 +87,33 @@ def _drain(janitor: JanitorFactory, topic: str, count: int) -> list[pulsar.Messa
     return messages
 
 
+def test_a_topic_re_created_inside_the_cache_lifetime_keeps_its_new_ledger(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    """The worker caches 'topic absent' while deleting an old ledger of a deleted topic; the
+    topic comes back with ledger L, and a trim's phase one for L crashes before its commit.
+    L is referenced: it must never be deleted on the cached 'absent' snapshot."""
+    seeder, recorder = _seeder(janitor), Recorder()
+    topic = _topic(namespace, "t")
+    old = seeder.seed(topic, ledgers=2).ledgers[0]
+    seeder.delete_topic(topic)
+    sidecar = janitor.sidecar()
+    sidecar.phase_one.enqueue([pending(topic, old)])
+    janitor.worker(
+        recorder,
+        in_use_ledgers_cache_ttl_seconds=600,
+        min_ledger_age_seconds_of_two_phase_deletion=0,
+    )
+    recorder.wait_for(lambda rs: Outcome.DELETED in recorder.of(old))
+
+    reborn = seeder.seed(topic, ledgers=1).ledgers[0]  # the topic is created again
+    sidecar.phase_one.enqueue([pending(topic, reborn)])  # ... and the commit never comes
+
+    recorder.wait_for(lambda rs: Outcome.ARCHIVED in recorder.of(reborn), timeout=60)
+    assert Outcome.DELETED not in recorder.of(reborn)
+    assert seeder.referenced() <= _raw(janitor).alive()
+
+
 def test_stale_snapshot_never_deletes_a_newer_ledger(
     janitor: JanitorFactory, namespace: NamespaceName
 ) -> None:
