@@ -33,19 +33,19 @@ from kazoo.security import make_digest_acl
 
 from config import ServiceConfiguration, load_configuration, parse_store_url
 from deletion.decision import Verdict
-from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.pulsar_metadata import MetadataInUseLedgers
 from deletion.stores.zookeeper import DIGEST_ENV, ZooKeeperMetadataStore
 from deletion.topics import NamespaceName, TopicName
 from ledger_janitor import broker as pulsar_broker
 from ledger_janitor.embedded import EmbeddedBroker
 from ledger_janitor.errors import ConfigurationError, MetadataError
-from ledger_janitor.seeding import TopicSeeder, pending
 from ledger_janitor.wiring import open_sidecar
 
 from ..harness.janitor import ZkLedgerFactory
 from ..harness.process import wait_until
 from ..harness.zookeeper import ZooKeeperServer
+from .oracle import GroundTruth, ml_path, pending
+from .raw_ledgers import ZooKeeperLedgers
 from .support import start_worker
 
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
@@ -336,8 +336,8 @@ def test_zookeeper_digest_acls(
     # With the credentials from the environment: seed Pulsar's layout, enqueue, commit.
     monkeypatch.setenv(DIGEST_ENV, f"{USER}:{PASSWORD}")
     store = ZooKeeperMetadataStore.connect(parse_store_url(url))
-    seeder = TopicSeeder(store, ZkLedgerFactory(store))
-    seeded = seeder.seed(TopicName(namespace, "secure"), ledgers=6)
+    truth = GroundTruth(store, ZkLedgerFactory(store))
+    seeded = truth.seed(TopicName(namespace, "secure"), 6)
     released = seeded.ledgers[:4]
     config = ServiceConfiguration().with_overrides(
         metadata_store_url=url,
@@ -347,7 +347,8 @@ def test_zookeeper_digest_acls(
     sidecar = open_sidecar(config, client_log=tmp_path / "client.log")
     try:
         sidecar.phase_one.enqueue_then_commit(
-            [pending(seeded.topic, i) for i in released], lambda: seeder.release(seeded, released)
+            [pending(seeded.topic, i) for i in released],
+            lambda: truth.release(seeded.topic, released),
         )
     finally:
         sidecar.close()
@@ -357,7 +358,7 @@ def test_zookeeper_digest_acls(
     anonymous.start()
     try:
         with pytest.raises(NoAuthError):
-            anonymous.get(f"/managed-ledgers/{seeded.topic.managed_ledger_name}")
+            anonymous.get(ml_path(seeded.topic))
     finally:
         anonymous.stop()
         anonymous.close()
@@ -393,12 +394,12 @@ def test_zookeeper_digest_acls(
         quiet=False,
         sendDelaySecondsOfTwoPhaseDeletion=0,
     )
-    storage = BookKeeperLedgerStorage(store)
+    raw = ZooKeeperLedgers(store.client)  # BookKeeper's tree, read with kazoo
     try:
-        wait_until(lambda: not set(released) & set(storage.ledger_ids()), 60, "deletions")
+        wait_until(lambda: not set(released) & raw.alive(), 60, "deletions")
     finally:
         worker.stop()
-    assert set(storage.ledger_ids()) == seeded.referenced()
+    assert raw.alive() == truth.referenced()
     for output in (worker.log_text(), worker.out.read_text()):
         assert PASSWORD not in output
     assert '"event": "deleted"' in worker.log_text()  # the log was on, and said what it did
