@@ -65,6 +65,7 @@ class Services:
             "broker_service_url": self.broker.service_url,
             "metadata_store_url": f"zk:{self.zookeeper.hosts}{chroot}",
             "send_delay_seconds_of_two_phase_deletion": 0,
+            "clock_skew_allowance_seconds_of_two_phase_deletion": 0,  # one machine, one clock
             "reconsume_later_seconds_of_two_phase_deletion": 1,
             "operation_timeout_seconds": 30,
             "metrics_port": 0,

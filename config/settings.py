@@ -42,6 +42,22 @@ class ServiceConfiguration:
         "Delay before a pending deletion is first delivered to phase two.",
         minimum=0,
     )
+    clock_skew_allowance_seconds_of_two_phase_deletion: int = _setting(
+        10,
+        "clockSkewAllowanceSecondsOfTwoPhaseDeletion",
+        "int",
+        "Largest clock difference assumed between producers, metadata store and worker; "
+        "added to every due time and ledger age.",
+        minimum=0,
+    )
+    min_ledger_age_seconds_of_two_phase_deletion: int = _setting(
+        3600,
+        "minLedgerAgeSecondsOfTwoPhaseDeletion",
+        "int",
+        "Age a ledger must have before it is deleted on a snapshot that cannot vouch for it "
+        "(its topic gone, or the ledger newer than every ledger the topic references).",
+        minimum=0,
+    )
     reconsume_later_seconds_of_two_phase_deletion: int = _setting(
         600,
         "reconsumeLaterSecondsOfTwoPhaseDeletion",

@@ -19,6 +19,7 @@ import pulsar
 
 from deletion import message
 from deletion import message_properties as props
+from deletion.clock import EpochSeconds
 from deletion.decision import Verdict
 from deletion.message import PendingDeleteLedgerInfo
 from deletion.topics import NamespaceName
@@ -185,7 +186,9 @@ class ArchiveDrain:
         if archived.info is None:
             verdict, reason, referenced = Verdict.ARCHIVE, archived.reason, True
         else:
-            decision = self._handler.decide(archived.info, archived.namespace, 0.0, dry_run)
+            decision = self._handler.decide(
+                archived.info, archived.namespace, EpochSeconds(self._clock()), dry_run
+            )
             verdict, reason, referenced = decision.verdict, decision.reason, decision.referenced
         if verdict in (Verdict.DELETE, Verdict.ALREADY_GONE):
             outcome = Settled.WOULD_DELETE if dry_run else Settled.DELETED

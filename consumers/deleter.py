@@ -14,15 +14,24 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
-from deletion.decision import Decision, Verdict, check_namespace, check_ownership, decide_in_use
+from deletion.clock import EpochSeconds, WallClock, wall_clock
+from deletion.decision import (
+    Decision,
+    SafetyMargins,
+    Verdict,
+    check_namespace,
+    check_ownership,
+    decide_age,
+    decide_in_use,
+)
 from deletion.in_use import InUseLedgersCache
 from deletion.message import LedgerType, PendingDeleteLedgerInfo
 from deletion.offload.base import OffloadStorage, UnsupportedOffloadDriverError
 from deletion.offload.context import IncompleteOffloadError
-from deletion.ports import Deletion, LedgerRecord, LedgerStorage, TopicLedgers
+from deletion.ports import Deletion, LedgerRecord, LedgerStorage
 from deletion.topics import NamespaceName
 from deletion.transient import TransientRetry
-from ledger_janitor.errors import DecodeError, JanitorError
+from ledger_janitor.errors import DecodeError, JanitorError, OffloadOwnershipError
 
 V = TypeVar("V")
 Record = LedgerRecord | None | JanitorError
@@ -34,7 +43,7 @@ class Candidate:
 
     info: PendingDeleteLedgerInfo
     namespace: NamespaceName
-    not_before: float
+    not_before: EpochSeconds
 
 
 def _unknown(exc: JanitorError) -> Decision:
@@ -49,11 +58,15 @@ class LedgerDeleter:
         storage: LedgerStorage,
         retry: TransientRetry,
         offload: OffloadStorage | None = None,
+        margins: SafetyMargins | None = None,
+        clock: WallClock = wall_clock,
     ) -> None:
         self.in_use = in_use
         self._storage = storage
         self._retry = retry
         self._offload = offload
+        self._margins = margins or SafetyMargins()
+        self._clock = clock
 
     def decide(self, batch: Sequence[Candidate], dry_run: bool = False) -> list[Decision]:
         """Check each, and delete those that are safe to (unless `dry_run`); each verdict
@@ -68,7 +81,12 @@ class LedgerDeleter:
             record = records[info.ledger_id]
             if isinstance(record, JanitorError):
                 decisions[i] = _unknown(record)
-            elif info.ledger_type is LedgerType.OFFLOAD_LEDGER:
+                continue
+            if decisions[i].needs_age:
+                decisions[i] = self._aged(info, record)
+                if decisions[i].verdict is not Verdict.DELETE:
+                    continue
+            if info.ledger_type is LedgerType.OFFLOAD_LEDGER:
                 decisions[i] = self._delete_offloaded(info, record, dry_run)
             elif record is None:
                 decisions[i] = _deleted(info, Deletion.GONE)
@@ -98,18 +116,20 @@ class LedgerDeleter:
         except JanitorError as exc:
             return _unknown(exc)
 
-    def _in_use_decision(self, info: PendingDeleteLedgerInfo, not_before: float) -> Decision:
+    def _in_use_decision(self, info: PendingDeleteLedgerInfo, due: EpochSeconds) -> Decision:
         topic = info.topic_name
-        if not info.check_ledger_still_in_use:
-            # Skipping the staleness rule is only safe on a snapshot taken now.
-            return decide_in_use(info, self._retry.call(lambda: self.in_use.fetch_fresh(topic)))
-        snapshot: TopicLedgers = self._retry.call(lambda: self.in_use.lookup(topic))
-        decision = decide_in_use(info, snapshot)
-        if decision.verdict is Verdict.RECONSUME and snapshot.fetched_at < not_before:
-            # A snapshot older than the message's due time cannot reflect the metadata
-            # commit that followed the send: look again once before handing it back.
-            decision = decide_in_use(info, self._retry.call(lambda: self.in_use.fetch_fresh(topic)))
-        return decision
+        # Without the in-use check's staleness rule, only a snapshot read now will do.
+        fresh_after = due if info.check_ledger_still_in_use else self._clock()
+        snapshot = self._retry.call(lambda: self.in_use.lookup(topic, fresh_after))
+        return decide_in_use(info, snapshot, due)
+
+    def _aged(self, info: PendingDeleteLedgerInfo, record: LedgerRecord | None) -> Decision:
+        """The grace rule on the ledger's creation time. A ledger whose BookKeeper metadata
+        is already gone can no longer be opened, so no broker can ever record it: its age
+        does not matter (what is left is at most an offloaded copy)."""
+        if record is None:
+            return Decision(Verdict.DELETE, f"ledger {info.ledger_id} is gone from BookKeeper")
+        return decide_age(info.ledger_id, record.ctime_ms, self._clock(), self._margins)
 
     def _read(self, ledger_ids: Sequence[int]) -> dict[int, Record]:
         return self._settled(sorted(set(ledger_ids)), self._storage.ledgers)
@@ -157,7 +177,7 @@ class LedgerDeleter:
             )
         except IncompleteOffloadError as exc:
             return Decision(Verdict.RECONSUME, f"offload still in progress: {exc}")
-        except (DecodeError, UnsupportedOffloadDriverError) as exc:
+        except (DecodeError, UnsupportedOffloadDriverError, OffloadOwnershipError) as exc:
             return Decision(Verdict.ARCHIVE, f"cannot delete offloaded ledger: {exc}")
         except JanitorError as exc:
             return _unknown(exc)

@@ -3,8 +3,7 @@ reconsume it later, or archive it."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
@@ -12,7 +11,8 @@ from enum import Enum
 import structlog
 
 from deletion import message
-from deletion.decision import Decision, Verdict
+from deletion.clock import EpochSeconds, WallClock, wall_clock
+from deletion.decision import Decision, SafetyMargins, Verdict
 from deletion.in_use import InUseLedgersCache
 from deletion.message import PendingDeleteLedgerInfo
 from deletion.offload.base import OffloadStorage
@@ -49,16 +49,21 @@ class DeletionHandler:
         in_use: InUseLedgersCache,
         storage: LedgerStorage,
         reconsumer: Reconsumer,
-        send_delay_seconds: float,
+        margins: SafetyMargins,
         retry: TransientRetry | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: WallClock = wall_clock,
         offload: OffloadStorage | None = None,
     ) -> None:
         self.in_use = in_use
-        self._deleter = LedgerDeleter(in_use, storage, retry or TransientRetry(), offload)
+        self._deleter = LedgerDeleter(
+            in_use, storage, retry or TransientRetry(), offload, margins, clock
+        )
         self._reconsumer = reconsumer
-        self._send_delay = send_delay_seconds
-        self._clock = clock
+        self._margins = margins
+
+    def due(self, received: ReceivedMessage) -> EpochSeconds:
+        """When the message may be acted on, by the configured margins."""
+        return not_before_seconds(received, self._margins.send_delay, self._margins.clock_skew)
 
     def handle(self, consumer: Acknowledger, received: ReceivedMessage) -> HandlingResult:
         """Act on a message that is due. Raises only if the retry or archive send failed,
@@ -76,7 +81,7 @@ class DeletionHandler:
         arrived = [namespace_of_deletion_topic(received.topic_name()) for _, received in batch]
         infos = [_decoded(received) for _, received in batch]
         candidates = [
-            Candidate(info, namespace, not_before_seconds(received, self._send_delay))
+            Candidate(info, namespace, self.due(received))
             for (_, received), namespace, info in zip(batch, arrived, infos, strict=True)
             if isinstance(info, PendingDeleteLedgerInfo)
         ]
@@ -100,7 +105,7 @@ class DeletionHandler:
         self,
         info: PendingDeleteLedgerInfo,
         namespace: NamespaceName,
-        not_before: float,
+        not_before: EpochSeconds,
         dry_run: bool = False,
     ) -> Decision:
         """Check, and delete if safe (unless `dry_run`); the verdict says what happened."""

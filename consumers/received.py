@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from deletion.clock import EpochSeconds
 from deletion.message_properties import delay_ms
 
 
@@ -27,12 +28,16 @@ class Acknowledger(Protocol):
     def negative_acknowledge(self, message: Any) -> None: ...
 
 
-def not_before_seconds(message: ReceivedMessage, default_delay_seconds: float) -> float:
-    """When the message may be acted on: publish time plus its delay.
+def not_before_seconds(
+    message: ReceivedMessage, floor_delay_seconds: float, clock_skew_seconds: float
+) -> EpochSeconds:
+    """When the message may be acted on: publish time plus its delay, plus the skew allowance.
 
     Brokers may deliver a delayed message early (non-Shared subscriptions, delayed delivery
     off, tick granularity, brokers that ignore delays), so the consumer enforces this itself.
+    Neither the message's own `DELAY_TIME` nor the producer's clock is trusted: the
+    configured send delay is a floor, and the allowance covers a producer clock behind ours.
     """
     delay = delay_ms(message.properties())
-    delay_seconds = default_delay_seconds if delay is None else delay / 1000.0
-    return message.publish_timestamp() / 1000.0 + delay_seconds
+    delay_seconds = max(floor_delay_seconds, 0.0 if delay is None else delay / 1000.0)
+    return EpochSeconds(message.publish_timestamp() / 1000.0 + delay_seconds + clock_skew_seconds)

@@ -20,7 +20,6 @@ from ledger_janitor.errors import JanitorError
 from .early import EarlyDeliveryGate
 from .handler import DeletionHandler, HandlingResult
 from .metrics import WorkerMetrics
-from .received import not_before_seconds
 
 log = structlog.get_logger(__name__)
 # How often idle threads look up from their queue to see whether the worker is stopping.
@@ -52,7 +51,6 @@ Due = tuple[Any, Any]  # (consumer, received message)
 @dataclass(frozen=True)
 class WorkerSettings:
     parallelism: int
-    send_delay_seconds: float
     batch_size: int = 32
     max_held_early: int = 10_000
     refresh_interval_seconds: float = 10.0
@@ -158,7 +156,7 @@ class DeletionWorker:
             self.stats.received += 1
         if self._metrics:
             self._metrics.received.labels(self._namespace_label(received)).inc()
-        due = not_before_seconds(received, self._settings.send_delay_seconds)
+        due = self._handler.due(received)
         if due > self._clock():
             with self._lock:
                 self.stats.held_early += 1

@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 import re
 import ssl
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import httpx
@@ -28,8 +27,10 @@ from ledger_janitor.errors import (
     TransientMetadataError,
 )
 
-from .ports import TopicLedgers
-from .topics import TopicName, java_url_encode
+from .clock import EpochSeconds, WallClock, wall_clock
+from .ports import MetadataStore, TopicLedgers
+from .references import schema_references
+from .topics import TopicName, java_url_encode, schema_path
 
 T = TypeVar("T")
 MAX_REDIRECTS = 5
@@ -53,8 +54,9 @@ class AdminApiInUseLedgers:
         timeout_seconds: float = 10,
         tls_trust_certs_file: str | None = None,
         tls_allow_insecure: bool = False,
-        clock: Callable[[], float] = time.time,
+        clock: WallClock = wall_clock,
         client: httpx.Client | None = None,
+        schemas: MetadataStore | None = None,
     ) -> None:
         try:
             url = httpx.URL(base_url)
@@ -74,6 +76,7 @@ class AdminApiInUseLedgers:
         self._timeout = timeout_seconds
         self._trust = "insecure" if tls_allow_insecure else tls_trust_certs_file or "system CAs"
         self._clock = clock
+        self._schemas = schemas
         self._owns_client = client is None
         self._client = client or httpx.Client(
             timeout=timeout_seconds,
@@ -91,8 +94,19 @@ class AdminApiInUseLedgers:
         fetched_at = self._clock()
         payload = self._payload(self._get(_path(topic, "internalStats")))
         if payload is None:
-            return TopicLedgers(topic, False, frozenset(), fetched_at)
+            return TopicLedgers(topic, False, self._schema_ledgers(topic), fetched_at)
         return _snapshot(topic, payload, fetched_at)
+
+    def _schema_ledgers(self, topic: TopicName) -> frozenset[int]:
+        """A topic the broker does not know may still have a schema (schemas outlive their
+        topics until deleted on their own): read its locator from the metadata store.
+        Without one to read, nothing can be said."""
+        if self._schemas is None:
+            raise MetadataError(
+                f"topic {topic} not found, and no metadata store to read its schema from"
+            )
+        found = schema_references(self._schemas, schema_path(topic)) or []
+        return frozenset(ref.ledger_id for ref in found)
 
     def fetch_partitioned(self, base: TopicName) -> dict[TopicName, TopicLedgers]:
         """Every partition of a partitioned topic; empty when the broker knows no such topic."""
@@ -232,7 +246,7 @@ def _path(topic: TopicName, operation: str) -> str:
     return f"/admin/v2/persistent/{ns.tenant}/{ns.namespace}/{local}/{operation}"
 
 
-def _snapshot(topic: TopicName, stats: object, fetched_at: float) -> TopicLedgers:
+def _snapshot(topic: TopicName, stats: object, fetched_at: EpochSeconds) -> TopicLedgers:
     where = f"internalStats of {topic.full_name}"
     body = _as(stats, dict, where)
     ledgers = _as(body.get("ledgers"), list, f"{where}: ledgers")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from .clock import EpochSeconds
 from .message import LedgerComponent, PendingDeleteLedgerInfo
 from .ports import LedgerRecord, TopicLedgers
 from .topics import NamespaceName, TopicName
@@ -24,32 +25,83 @@ class Decision:
     # The ledger is known to be referenced (not merely unknown or stale): retrying soon
     # cannot help, which is what an archive drain wants to know.
     referenced: bool = False
+    # DELETE only once the ledger proves old enough (`decide_age`): the snapshot alone
+    # cannot vouch for it.
+    needs_age: bool = False
 
 
-def decide_in_use(info: PendingDeleteLedgerInfo, snapshot: TopicLedgers) -> Decision:
-    """The PIP-186 rule: referenced or a stale snapshot means reconsume later.
+@dataclass(frozen=True)
+class SafetyMargins:
+    """The configured bounds the rules below rely on (seconds)."""
 
-    A ledger id above the largest the snapshot knows may belong to a ledger created after
-    the snapshot was taken, so the snapshot cannot vouch for it.
+    send_delay: float = 60.0  # sendDelaySecondsOfTwoPhaseDeletion: a floor for every delay
+    clock_skew: float = 10.0  # clockSkewAllowanceSecondsOfTwoPhaseDeletion
+    min_ledger_age: float = 3600.0  # minLedgerAgeSecondsOfTwoPhaseDeletion
+
+
+def decide_in_use(
+    info: PendingDeleteLedgerInfo, snapshot: TopicLedgers, due: EpochSeconds
+) -> Decision:
+    """Whether `snapshot` lets the ledger go, for a message that became due at `due`.
+
+    Phase one sends the message before the metadata that stops referencing the ledger is
+    committed. So:
+
+    1. A snapshot that references the ledger means reconsume later.
+    2. A snapshot read before the message was due may predate that commit, or predate a
+       topic's re-creation, whatever it says: nothing is deleted on it (an absent or empty
+       snapshot is no exception).
+    3. Read after the due time, the snapshot vouches for a ledger id at or below the
+       largest id it references: Pulsar only ever adds ledgers it has just created, so an
+       older id it no longer lists is gone for good.
+    4. For any other ledger (the topic is absent, references nothing, or only older
+       ledgers), the ledger may be one that is being created and not yet recorded. It is
+       deletable only with `needs_age`: see `decide_age`. Unless the sender said not to
+       check (`checkLedgerStillInUse=false`), which the caller pairs with a snapshot read
+       now.
     """
-    ledger_id = info.ledger_id
+    ledger_id, topic = info.ledger_id, info.topic_name
     if ledger_id in snapshot.ledger_ids:
         return Decision(
-            Verdict.RECONSUME,
-            f"ledger {ledger_id} is still referenced by {info.topic_name}",
-            referenced=True,
+            Verdict.RECONSUME, f"ledger {ledger_id} is still referenced by {topic}", referenced=True
         )
-    if not snapshot.exists:
-        return Decision(Verdict.DELETE, f"topic {info.topic_name} has no managed ledger")
+    if snapshot.fetched_at < due:
+        return Decision(
+            Verdict.RECONSUME, f"in-use snapshot of {topic} predates the message's due time"
+        )
     largest = snapshot.largest
-    if info.check_ledger_still_in_use and (largest is None or ledger_id > largest):
+    if not info.check_ledger_still_in_use or (largest is not None and ledger_id <= largest):
+        return Decision(Verdict.DELETE, f"ledger {ledger_id} is no longer referenced by {topic}")
+    if not snapshot.exists:
+        why = f"topic {topic} has no managed ledger"
+    else:
+        why = f"ledger {ledger_id} is newer than every ledger {topic} references ({largest})"
+    return Decision(Verdict.DELETE, why, needs_age=True)
+
+
+def decide_age(
+    ledger_id: int, created_ms: int | None, now: EpochSeconds, margins: SafetyMargins
+) -> Decision:
+    """The grace rule for a ledger no snapshot can vouch for.
+
+    Why it is safe: Pulsar records a ledger in its metadata right after creating it (the
+    managed ledger's list, a cursor's `cursorsLedgerId`, a schema locator), or deletes it
+    when recording fails; it never adds an older ledger later. The caller's snapshot was
+    read after the message became due and does not reference the ledger. If the ledger's
+    metadata znode was created more than `min_ledger_age` ago (plus the clock-skew
+    allowance, since the store's clock is not ours), any recording that was going to happen
+    happened long before the snapshot, which would have shown it. An unknown age is not old.
+    """
+    if created_ms is None:
+        return Decision(Verdict.RECONSUME, f"the age of ledger {ledger_id} is unknown")
+    age = now - created_ms / 1000.0 - margins.clock_skew
+    if age < margins.min_ledger_age:
         return Decision(
             Verdict.RECONSUME,
-            f"in-use snapshot of {info.topic_name} is stale (largest known ledger {largest})",
+            f"ledger {ledger_id} is too young ({max(age, 0.0):.0f}s of "
+            f"{margins.min_ledger_age:.0f}s) to delete on a snapshot that cannot vouch for it",
         )
-    return Decision(
-        Verdict.DELETE, f"ledger {ledger_id} is no longer referenced by {info.topic_name}"
-    )
+    return Decision(Verdict.DELETE, f"ledger {ledger_id} is unreferenced and {age:.0f}s old")
 
 
 def check_namespace(info: PendingDeleteLedgerInfo, arrived_in: NamespaceName) -> Decision | None:

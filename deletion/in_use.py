@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from cachetools import TTLCache
 
+from .clock import EpochSeconds
 from .ports import InUseLedgers, TopicLedgers
 from .topics import TopicName
 
@@ -18,14 +19,15 @@ class CacheCounters:
     hits: int = 0
     misses: int = 0
     fetches: int = 0
-    invalidations: int = 0
 
 
 class InUseLedgersCache:
-    """Caches `InUseLedgers.fetch` per topic for `ttl` seconds of `clock`.
+    """Caches `InUseLedgers.fetch` per topic for `ttl` seconds of `clock` (monotonic).
 
-    Concurrent misses on one topic share a single fetch, so a burst of messages for a
-    topic costs one metadata read. A failed fetch is not cached.
+    A look-up may demand a snapshot read no earlier than some wall-clock time: an older
+    cached one is then fetched anew. Concurrent look-ups of one topic share a single
+    fetch, so a burst of messages for a topic costs one metadata read. A failed fetch is
+    not cached.
     """
 
     def __init__(
@@ -41,9 +43,10 @@ class InUseLedgersCache:
         self._fetching: dict[TopicName, threading.Lock] = {}
         self.counters = CacheCounters()
 
-    def lookup(self, topic: TopicName) -> TopicLedgers:
+    def lookup(self, topic: TopicName, fresh_after: EpochSeconds | None = None) -> TopicLedgers:
+        """The topic's snapshot; with `fresh_after`, one read no earlier than that."""
         with self._lock:
-            cached = self._cache.get(topic)
+            cached = self._usable(topic, fresh_after)
             if cached is not None:
                 self.counters.hits += 1
                 return cached
@@ -51,8 +54,8 @@ class InUseLedgersCache:
             fetch_lock = self._fetching.setdefault(topic, threading.Lock())
         with fetch_lock:
             with self._lock:
-                cached = self._cache.get(topic)
-            if cached is not None:
+                cached = self._usable(topic, fresh_after)
+            if cached is not None:  # a fetch that just finished serves this look-up too
                 return cached
             fresh = self._source.fetch(topic)
             with self._lock:
@@ -61,18 +64,8 @@ class InUseLedgersCache:
                 self._fetching.pop(topic, None)
             return fresh
 
-    def fetch_fresh(self, topic: TopicName) -> TopicLedgers:
-        """Bypass the cache, and keep the fresh snapshot for the next look-ups."""
-        fresh = self._source.fetch(topic)
-        with self._lock:
-            self.counters.fetches += 1
-            self._cache[topic] = fresh
-        return fresh
-
-    def invalidate_if_older(self, topic: TopicName, than: float) -> None:
-        """Drop the snapshot if it was taken before `than` (clock seconds)."""
-        with self._lock:
-            cached = self._cache.get(topic)
-            if cached is not None and cached.fetched_at < than:
-                del self._cache[topic]
-                self.counters.invalidations += 1
+    def _usable(self, topic: TopicName, fresh_after: EpochSeconds | None) -> TopicLedgers | None:
+        cached = self._cache.get(topic)
+        if cached is None or (fresh_after is not None and cached.fetched_at < fresh_after):
+            return None
+        return cached

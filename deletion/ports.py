@@ -9,6 +9,7 @@ from typing import Protocol, TypeVar
 
 from ledger_janitor.errors import VersionConflictError
 
+from .clock import EpochSeconds
 from .topics import TopicName
 
 ANY_VERSION = -1
@@ -119,12 +120,12 @@ class LedgerStorage(Protocol):
 
 @dataclass(frozen=True)
 class TopicLedgers:
-    """A snapshot of the ledgers a topic references, taken at `fetched_at` (clock seconds)."""
+    """A snapshot of the ledgers a topic references, read no earlier than `fetched_at`."""
 
     topic: TopicName
-    exists: bool
+    exists: bool  # the topic's managed ledger was found
     ledger_ids: frozenset[int]
-    fetched_at: float
+    fetched_at: EpochSeconds
 
     @property
     def largest(self) -> int | None:

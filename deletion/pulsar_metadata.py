@@ -1,38 +1,35 @@
 """Pulsar's own metadata layout, read and written through a MetadataStore.
 
-`/managed-ledgers/<ml name>` holds a ManagedLedgerInfo, its children one ManagedCursorInfo
-each, and `/schemas/<schema id>` a SchemaLocator. This module is the InUseLedgers adapter
-that reads them, plus the writers the embedded default and the tests use.
+`MetadataInUseLedgers` is the InUseLedgers adapter over the one reference walk in
+`references`; the writers are used by the embedded default and the tests.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
-
-from google.protobuf.message import DecodeError as ProtobufDecodeError
-from google.protobuf.message import Message
+from collections.abc import Iterable
 
 from ledger_janitor.errors import DecodeError
 
-from .metadata_codec import unwrap
+from .clock import WallClock, wall_clock
 from .ports import ANY_VERSION, MetadataStore, Stat, TopicLedgers
-from .proto import require_complete
 from .proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
 from .proto.schema_storage_format_pb2 import SchemaLocator
+from .references import (
+    COMPACTED_LEDGER_PROPERTY,
+    COMPACTION_CURSOR,
+    managed_ledger_references,
+    parse,
+    schema_references,
+)
 from .topics import TopicName, managed_ledger_path, schema_path
 
-COMPACTION_CURSOR = "__compaction"
-COMPACTED_LEDGER_PROPERTY = "CompactedTopicLedger"
-
-
-def parse(message: Message, data: bytes, where: str) -> None:
-    """Parse a metadata value, compressed or not; anything malformed is a DecodeError."""
-    try:
-        message.ParseFromString(unwrap(data, where))
-    except ProtobufDecodeError as exc:
-        raise DecodeError(f"{where}: corrupt {type(message).__name__}: {exc}") from exc
-    require_complete(message, where)
+__all__ = [
+    "COMPACTED_LEDGER_PROPERTY",
+    "COMPACTION_CURSOR",
+    "ManagedLedgerWriter",
+    "MetadataInUseLedgers",
+    "parse",
+]
 
 
 class MetadataInUseLedgers:
@@ -41,46 +38,17 @@ class MetadataInUseLedgers:
     A read or decode failure propagates: it means "unknown", never "not in use".
     """
 
-    def __init__(self, store: MetadataStore, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, store: MetadataStore, clock: WallClock = wall_clock) -> None:
         self._store = store
         self._clock = clock
 
     def fetch(self, topic: TopicName) -> TopicLedgers:
+        # Read the clock first: the snapshot is at least as fresh as fetched_at.
         fetched_at = self._clock()
-        ml_path = managed_ledger_path(topic)
-        node = self._store.get(ml_path)
-        ids: set[int] = set()
-        if node is not None:
-            info = ManagedLedgerInfo()
-            parse(info, node.data, ml_path)
-            ids.update(ledger.ledgerId for ledger in info.ledgerInfo)
-            ids.update(self._cursor_ledgers(ml_path))
-        ids.update(self._schema_ledgers(topic))
-        return TopicLedgers(topic, node is not None, frozenset(ids), fetched_at)
-
-    def _cursor_ledgers(self, ml_path: str) -> Iterable[int]:
-        for cursor in self._store.children(ml_path):
-            node = self._store.get(f"{ml_path}/{cursor}")
-            if node is None:  # deleted between the listing and the read
-                continue
-            info = ManagedCursorInfo()
-            parse(info, node.data, f"{ml_path}/{cursor}")
-            if info.cursorsLedgerId >= 0:
-                yield info.cursorsLedgerId
-            if cursor == COMPACTION_CURSOR:
-                # Best effort: the latest value may sit in the cursor ledger, out of reach
-                # here; compacted ledgers are never deletable through a managed-ledger
-                # message anyway, since their metadata says component=compactor.
-                yield from (p.value for p in info.properties if p.name == COMPACTED_LEDGER_PROPERTY)
-
-    def _schema_ledgers(self, topic: TopicName) -> Iterable[int]:
-        node = self._store.get(schema_path(topic))
-        if node is None:
-            return []
-        locator = SchemaLocator()
-        parse(locator, node.data, schema_path(topic))
-        entries = [locator.info, *locator.index]
-        return [entry.position.ledgerId for entry in entries if entry.HasField("position")]
+        managed = managed_ledger_references(self._store, managed_ledger_path(topic))
+        schemas = schema_references(self._store, schema_path(topic)) or []
+        ids = frozenset(ref.ledger_id for ref in [*(managed or []), *schemas])
+        return TopicLedgers(topic, managed is not None, ids, fetched_at)
 
 
 class ManagedLedgerWriter:

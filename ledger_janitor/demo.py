@@ -43,6 +43,7 @@ def demo_configuration(root: Path, service_url: str) -> ServiceConfiguration:
         broker_service_url=service_url,
         metadata_store_url=f"sqlite:{root / 'janitor.db'}",
         send_delay_seconds_of_two_phase_deletion=2,
+        clock_skew_allowance_seconds_of_two_phase_deletion=0,  # one machine, one clock
         reconsume_later_seconds_of_two_phase_deletion=1,
         max_reconsume_times_of_two_phase_deletion=3,
         in_use_ledgers_cache_ttl_seconds=5,

@@ -35,6 +35,11 @@ class TransientLedgerStorageError(LedgerStorageError):
     """A storage failure worth retrying shortly."""
 
 
+class OffloadOwnershipError(LedgerStorageError):
+    """An offloaded ledger's own objects do not prove they belong to the message's topic: they
+    name another managed ledger, or none at all. Never retried and never deleted: archived."""
+
+
 class BrokerError(JanitorError):
     """The Pulsar broker refused or failed an operation."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -17,6 +16,8 @@ from consumers.metrics import WorkerMetrics
 from consumers.reconsume import Reconsumer, RetryPolicy
 from consumers.worker import DeletionWorker, WorkerSettings
 from deletion.admin import AdminApiInUseLedgers
+from deletion.clock import WallClock, wall_clock
+from deletion.decision import SafetyMargins
 from deletion.in_use import InUseLedgersCache
 from deletion.ledgers.bookie_http import BookieHttpLedgerStorage
 from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
@@ -83,8 +84,16 @@ def open_offload_storage(config: ServiceConfiguration) -> OffloadStorage | None:
     return OffloadRouter(s3=s3, filesystem=filesystem, default_driver=driver or None)
 
 
+def safety_margins(config: ServiceConfiguration) -> SafetyMargins:
+    return SafetyMargins(
+        send_delay=config.send_delay_seconds_of_two_phase_deletion,
+        clock_skew=config.clock_skew_allowance_seconds_of_two_phase_deletion,
+        min_ledger_age=config.min_ledger_age_seconds_of_two_phase_deletion,
+    )
+
+
 def open_in_use_source(
-    config: ServiceConfiguration, metadata: MetadataStore, clock: Callable[[], float]
+    config: ServiceConfiguration, metadata: MetadataStore, clock: WallClock
 ) -> InUseLedgers:
     if config.in_use_ledgers_source == "METADATA":
         return MetadataInUseLedgers(metadata, clock)
@@ -97,6 +106,7 @@ def open_in_use_source(
         tls_trust_certs_file=config.tls_trust_certs_file_path or None,
         tls_allow_insecure=config.tls_allow_insecure_connection,
         clock=clock,
+        schemas=metadata,
     )
 
 
@@ -119,7 +129,7 @@ class Sidecar:
         return {*configured, *self.registry.namespaces(), *discovered}
 
     def handler(
-        self, clock: Callable[[], float] = time.time, cache_ttl_seconds: float | None = None
+        self, clock: WallClock = wall_clock, cache_ttl_seconds: float | None = None
     ) -> DeletionHandler:
         """Phase two's checks and deletion; `cache_ttl_seconds=0` looks everything up afresh."""
         config = self.config
@@ -131,7 +141,7 @@ class Sidecar:
             if cache_ttl_seconds is None
             else cache_ttl_seconds
         )
-        cache = InUseLedgersCache(source, ttl, clock)
+        cache = InUseLedgersCache(source, ttl)
         policy = RetryPolicy(
             delay_seconds=config.reconsume_later_seconds_of_two_phase_deletion,
             max_reconsume_times=config.max_reconsume_times_of_two_phase_deletion,
@@ -141,14 +151,14 @@ class Sidecar:
             cache,
             self.ledgers,
             Reconsumer(self.pool, policy, clock),
-            send_delay_seconds=config.send_delay_seconds_of_two_phase_deletion,
+            safety_margins(config),
             clock=clock,
             offload=open_offload_storage(config),
         )
 
     def worker(
         self,
-        clock: Callable[[], float] = time.time,
+        clock: WallClock = wall_clock,
         on_result: Callable[[HandlingResult], None] | None = None,
         refresh_interval_seconds: float = 10.0,
         metrics: WorkerMetrics | None = None,
@@ -157,7 +167,6 @@ class Sidecar:
         settings = WorkerSettings(
             parallelism=config.ledger_deletion_parallelism_of_two_phase_deletion,
             batch_size=config.ledger_deletion_batch_size_of_two_phase_deletion,
-            send_delay_seconds=config.send_delay_seconds_of_two_phase_deletion,
             max_held_early=config.max_held_early_messages,
             refresh_interval_seconds=refresh_interval_seconds,
         )
@@ -174,7 +183,7 @@ class Sidecar:
         return True, "metadata store reachable"
 
     def archive_drain(
-        self, clock: Callable[[], float] = time.time, metrics: WorkerMetrics | None = None
+        self, clock: WallClock = wall_clock, metrics: WorkerMetrics | None = None
     ) -> ArchiveDrain:
         """A drain that re-checks every archived message against fresh metadata."""
         handler = self.handler(clock, cache_ttl_seconds=0)

@@ -24,6 +24,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from deletion.admin import AdminApiInUseLedgers
+from deletion.proto.schema_storage_format_pb2 import SchemaLocator
+from deletion.stores.sqlite import SqliteMetadataStore
 from deletion.topics import TopicName
 from ledger_janitor.errors import (
     ConfigurationError,
@@ -178,12 +180,22 @@ def serve() -> Iterator[Serve]:
 
 
 @pytest.fixture
-def connect() -> Iterator[Connect]:
+def schemas(tmp_path: Path) -> Iterator[SqliteMetadataStore]:
+    """The metadata store a topic's schema locators are read from when the broker has no
+    such topic: a real (embedded) store, empty unless a test writes a locator."""
+    store = SqliteMetadataStore(tmp_path / "metadata.db")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def connect(schemas: SqliteMetadataStore) -> Iterator[Connect]:
     adapters: list[AdminApiInUseLedgers] = []
 
     def make(url: str, **options: Any) -> AdminApiInUseLedgers:
         options.setdefault("token", TOKEN)
         options.setdefault("timeout_seconds", 2)
+        options.setdefault("schemas", schemas)
         adapters.append(AdminApiInUseLedgers(url, clock=lambda: NOW, **options))
         return adapters[-1]
 
@@ -320,6 +332,50 @@ def test_404_from_pulsar_means_the_topic_is_gone(
     broker = serve(lambda seen: pulsar_error(404, reason))
     found = connect(broker.url).fetch(TOPIC)
     assert (found.exists, found.ledger_ids, found.fetched_at) == (False, frozenset(), NOW)
+
+
+def _locator(*ledger_ids: int) -> bytes:
+    """A SchemaLocator as Pulsar's BookkeeperSchemaStorage writes it, built here."""
+    locator = SchemaLocator()
+    for version, ledger_id in enumerate(ledger_ids):
+        entry = locator.index.add(version=version, hash=b"h")
+        entry.position.ledgerId, entry.position.entryId = ledger_id, 0
+    locator.info.CopyFrom(locator.index[-1])
+    return locator.SerializeToString()
+
+
+@pytest.mark.parametrize(
+    ("local", "schema_znode"),
+    [
+        ("invoices", "invoices"),
+        ("invoices-partition-3", "invoices"),
+        ("invoices-partition-03", "invoices-partition-03"),  # not a partition in Java
+        ("a b:c%d", "a+b%3Ac%25d"),
+    ],
+)
+def test_a_topic_the_broker_does_not_know_keeps_its_schema_ledgers(
+    serve: Serve, connect: Connect, schemas: SqliteMetadataStore, local: str, schema_znode: str
+) -> None:
+    schemas.create(f"/schemas/acme/orders/{schema_znode}", _locator(31, 32))
+    broker = serve(lambda seen: pulsar_error(404, "Topic not found"))
+    found = connect(broker.url).fetch(TopicName.parse(f"persistent://acme/orders/{local}"))
+    assert (found.exists, found.ledger_ids) == (False, frozenset({31, 32}))
+
+
+def test_an_unreadable_schema_of_an_unknown_topic_is_unknown(
+    serve: Serve, connect: Connect, schemas: SqliteMetadataStore
+) -> None:
+    schemas.create("/schemas/acme/orders/invoices", b"\x0a\xff\xff")
+    broker = serve(lambda seen: pulsar_error(404, "Topic not found"))
+    raised(lambda: connect(broker.url).fetch(TOPIC), DecodeError)
+
+
+def test_without_a_metadata_store_an_unknown_topic_is_unknown(
+    serve: Serve, connect: Connect
+) -> None:
+    broker = serve(lambda seen: pulsar_error(404, "Topic not found"))
+    error = raised(lambda: connect(broker.url, schemas=None).fetch(TOPIC), MetadataError)
+    assert "no metadata store" in str(error)
 
 
 def test_a_bare_404_is_not_a_deleted_topic(serve: Serve, connect: Connect) -> None:

@@ -76,7 +76,7 @@ def test_unknown_or_stale_is_requeued_with_a_fresh_attempt_count(
         initial_position=pulsar.InitialPosition.Earliest,
     )
     settled = sidecar.archive_drain().drain(namespace, DrainFilter(), dry_run=False)
-    assert [(o, "stale" in why) for _, o, why in settled] == [(Settled.REQUEUED, True)]
+    assert [(o, "too young" in why) for _, o, why in settled] == [(Settled.REQUEUED, True)]
     requeued = peek.receive(10_000)
     assert message.decode(requeued.data()).ledger_id == newer
     assert props.RECONSUME_TIMES not in requeued.properties()

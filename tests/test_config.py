@@ -86,7 +86,9 @@ def test_defaults_match_the_documented_values() -> None:
     assert set(loaded.sources.values()) == {"default"}
     assert config.metrics_port == 9464
     assert config.metrics_bind_address == "127.0.0.1"
-    assert len(loaded.sources) == len(SPECS) == 38
+    assert config.clock_skew_allowance_seconds_of_two_phase_deletion == 10
+    assert config.min_ledger_age_seconds_of_two_phase_deletion == 3600
+    assert len(loaded.sources) == len(SPECS) == 40
 
 
 def test_every_field_carries_key_type_default_and_doc() -> None:

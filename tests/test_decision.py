@@ -6,10 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from deletion.clock import EpochSeconds
 from deletion.decision import (
+    Decision,
+    SafetyMargins,
     Verdict,
     check_namespace,
     check_ownership,
+    decide_age,
     decide_in_use,
     pulsar_custom_metadata,
 )
@@ -32,8 +36,18 @@ def message(
     )
 
 
-def snapshot(*ids: int, exists: bool = True, topic: TopicName = TOPIC) -> TopicLedgers:
-    return TopicLedgers(topic, exists, frozenset(ids), fetched_at=0.0)
+DUE = EpochSeconds(1_000_000.0)
+MARGINS = SafetyMargins(send_delay=60, clock_skew=10, min_ledger_age=3600)
+
+
+def snapshot(
+    *ids: int, exists: bool = True, topic: TopicName = TOPIC, fetched_at: float = DUE
+) -> TopicLedgers:
+    return TopicLedgers(topic, exists, frozenset(ids), EpochSeconds(fetched_at))
+
+
+def decide(info: PendingDeleteLedgerInfo, known: TopicLedgers) -> Decision:
+    return decide_in_use(info, known, DUE)
 
 
 # --- decide_in_use -------------------------------------------------------------------------
@@ -41,59 +55,89 @@ def snapshot(*ids: int, exists: bool = True, topic: TopicName = TOPIC) -> TopicL
 
 @pytest.mark.parametrize("check", [True, False])
 def test_referenced_ledger_is_reconsumed(check: bool) -> None:
-    decision = decide_in_use(message(5, check=check), snapshot(3, 5, 9))
+    decision = decide(message(5, check=check), snapshot(3, 5, 9))
     assert decision.verdict is Verdict.RECONSUME
+    assert decision.referenced
     assert "referenced" in decision.reason
 
 
 def test_unreferenced_ledger_below_the_largest_is_deleted() -> None:
-    assert decide_in_use(message(4), snapshot(3, 5, 9)).verdict is Verdict.DELETE
+    decision = decide(message(4), snapshot(3, 5, 9))
+    assert decision.verdict is Verdict.DELETE
+    assert not decision.needs_age
 
 
 def test_unreferenced_ledger_equal_to_a_gap_below_largest_is_deleted() -> None:
-    assert decide_in_use(message(1), snapshot(2, 3)).verdict is Verdict.DELETE
+    assert decide(message(1), snapshot(2, 3)).verdict is Verdict.DELETE
 
 
-def test_ledger_above_the_largest_means_a_stale_snapshot() -> None:
-    decision = decide_in_use(message(10), snapshot(3, 5, 9))
-    assert decision.verdict is Verdict.RECONSUME
-    assert "stale" in decision.reason
+@pytest.mark.parametrize("check", [True, False])
+@pytest.mark.parametrize(
+    "known",
+    [snapshot(3, 5, 9), snapshot(), snapshot(exists=False), snapshot(8, exists=False)],
+    ids=["lists-older", "empty", "absent", "absent-with-schema"],
+)
+def test_nothing_is_deleted_on_a_snapshot_read_before_the_message_was_due(
+    check: bool, known: TopicLedgers
+) -> None:
+    """A topic deleted and re-created inside the cache's lifetime: the cached 'absent' (or
+    any other) snapshot may predate the re-creation and the phase-one send."""
+    early = TopicLedgers(known.topic, known.exists, known.ledger_ids, EpochSeconds(DUE - 0.001))
+    for ledger_id in (1, 4, 10):
+        decision = decide(message(ledger_id, check=check), early)
+        assert decision.verdict is Verdict.RECONSUME
+        assert not decision.referenced
+    assert decide(message(4, check=check), snapshot(3, 5, 9, fetched_at=DUE)).verdict is (
+        Verdict.DELETE
+    )
 
 
-def test_existing_topic_with_no_ledgers_is_stale_for_any_id() -> None:
-    decision = decide_in_use(message(1), snapshot())
-    assert decision.verdict is Verdict.RECONSUME
-    assert "stale" in decision.reason
+def test_ledger_above_the_largest_needs_age() -> None:
+    decision = decide(message(10), snapshot(3, 5, 9))
+    assert (decision.verdict, decision.needs_age) == (Verdict.DELETE, True)
+    assert "newer than every ledger" in decision.reason
 
 
-def test_absent_topic_means_delete() -> None:
-    assert decide_in_use(message(10), snapshot(exists=False)).verdict is Verdict.DELETE
+def test_existing_topic_with_no_ledgers_needs_age_for_any_id() -> None:
+    decision = decide(message(1), snapshot())
+    assert (decision.verdict, decision.needs_age) == (Verdict.DELETE, True)
+
+
+def test_absent_topic_needs_age() -> None:
+    decision = decide(message(10), snapshot(exists=False))
+    assert (decision.verdict, decision.needs_age) == (Verdict.DELETE, True)
+    assert "no managed ledger" in decision.reason
 
 
 def test_absent_topic_still_protects_its_schema_ledgers() -> None:
     # A deleted topic's schema may outlive it: an id the snapshot knows is never deleted.
     schema = message(8, LedgerComponent.SCHEMA_STORAGE)
-    assert decide_in_use(schema, snapshot(8, exists=False)).verdict is Verdict.RECONSUME
-    assert decide_in_use(message(7), snapshot(8, exists=False)).verdict is Verdict.DELETE
+    assert decide(schema, snapshot(8, exists=False)).verdict is Verdict.RECONSUME
+    decision = decide(message(7), snapshot(8, exists=False))
+    assert (decision.verdict, decision.needs_age) == (Verdict.DELETE, False)
 
 
 def test_unchecked_message_skips_only_the_staleness_rule() -> None:
-    assert decide_in_use(message(10, check=False), snapshot(3, 5, 9)).verdict is Verdict.DELETE
-    assert decide_in_use(message(1, check=False), snapshot()).verdict is Verdict.DELETE
+    for known in (snapshot(3, 5, 9), snapshot(), snapshot(exists=False)):
+        decision = decide(message(10, check=False), known)
+        assert (decision.verdict, decision.needs_age) == (Verdict.DELETE, False)
     # ... but a referenced ledger is still referenced.
-    assert decide_in_use(message(5, check=False), snapshot(5)).verdict is Verdict.RECONSUME
-    assert decide_in_use(message(4, check=False), snapshot(3, 5)).verdict is Verdict.DELETE
+    assert decide(message(5, check=False), snapshot(5)).verdict is Verdict.RECONSUME
+    assert decide(message(4, check=False), snapshot(3, 5)).verdict is Verdict.DELETE
 
 
 @st.composite
 def snapshots(draw: st.DrawFn) -> TopicLedgers:
     ids = draw(st.frozensets(st.integers(0, 2**63 - 1), max_size=20))
-    return TopicLedgers(TOPIC, draw(st.booleans()), ids, draw(st.floats(0, 1e9)))
+    fetched_at = EpochSeconds(draw(st.floats(DUE - 100, DUE + 100)))
+    return TopicLedgers(TOPIC, draw(st.booleans()), ids, fetched_at)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(snapshots(), st.data())
-def test_never_deletes_a_ledger_in_the_snapshot(known: TopicLedgers, data: st.DataObject) -> None:
+def test_never_deletes_a_ledger_in_the_snapshot_or_on_an_early_snapshot(
+    known: TopicLedgers, data: st.DataObject
+) -> None:
     ledger_id = data.draw(
         st.sampled_from(sorted(known.ledger_ids)) if known.ledger_ids else st.integers(0, 2**63 - 1)
     )
@@ -104,23 +148,56 @@ def test_never_deletes_a_ledger_in_the_snapshot(known: TopicLedgers, data: st.Da
         ledger_id,
         check_ledger_still_in_use=data.draw(st.booleans()),
     )
-    verdict = decide_in_use(info, known).verdict
-    if ledger_id in known.ledger_ids:
+    verdict = decide(info, known).verdict
+    if ledger_id in known.ledger_ids or known.fetched_at < DUE:
         assert verdict is Verdict.RECONSUME
     assert verdict in (Verdict.DELETE, Verdict.RECONSUME)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(snapshots(), st.integers(0, 2**63 - 1))
-def test_checked_message_above_the_largest_is_never_deleted_while_topic_exists(
+def test_checked_message_the_snapshot_cannot_vouch_for_always_needs_age(
     known: TopicLedgers, ledger_id: int
 ) -> None:
-    verdict = decide_in_use(message(ledger_id), known).verdict
+    decision = decide(message(ledger_id), known)
     largest = known.largest
-    if known.exists and (largest is None or ledger_id > largest):
-        assert verdict is Verdict.RECONSUME
-    if verdict is Verdict.DELETE:
+    if decision.verdict is Verdict.DELETE:
         assert ledger_id not in known.ledger_ids
+        assert known.fetched_at >= DUE
+        assert decision.needs_age == (largest is None or ledger_id > largest)
+
+
+# --- decide_age ----------------------------------------------------------------------------
+
+
+def test_age_unknown_is_not_old() -> None:
+    decision = decide_age(7, None, DUE, MARGINS)
+    assert decision.verdict is Verdict.RECONSUME
+    assert "unknown" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("age_seconds", "verdict"),
+    [
+        (0, Verdict.RECONSUME),
+        (3600, Verdict.RECONSUME),  # the skew allowance comes on top
+        (3609.9, Verdict.RECONSUME),
+        (3610, Verdict.DELETE),
+        (86_400, Verdict.DELETE),
+        (-600, Verdict.RECONSUME),  # created "in the future": the store's clock is ahead
+    ],
+)
+def test_a_ledger_must_be_older_than_the_grace_period_plus_skew(
+    age_seconds: float, verdict: Verdict
+) -> None:
+    created_ms = round((DUE - age_seconds) * 1000)
+    assert decide_age(7, created_ms, DUE, MARGINS).verdict is verdict
+
+
+def test_zero_grace_still_needs_a_known_age() -> None:
+    margins = SafetyMargins(send_delay=0, clock_skew=0, min_ledger_age=0)
+    assert decide_age(7, round(DUE * 1000), DUE, margins).verdict is Verdict.DELETE
+    assert decide_age(7, None, DUE, margins).verdict is Verdict.RECONSUME
 
 
 # --- check_namespace -----------------------------------------------------------------------

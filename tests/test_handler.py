@@ -12,7 +12,8 @@ import pytest
 from consumers.handler import DeletionHandler, Outcome
 from consumers.reconsume import Reconsumer, RetryPolicy
 from deletion import message
-from deletion.decision import pulsar_custom_metadata
+from deletion.clock import EpochSeconds
+from deletion.decision import SafetyMargins, pulsar_custom_metadata
 from deletion.in_use import InUseLedgersCache
 from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.ports import ANY_VERSION, Deletion, LedgerRecord, LedgerStorage, TopicLedgers
@@ -163,7 +164,10 @@ class Rig:
         cache = InUseLedgersCache(self.source, ttl=600, clock=lambda: NOW)
         reconsumer = Reconsumer(self.pool, RetryPolicy(600, 10), clock=lambda: NOW)  # type: ignore[arg-type]
         retry = TransientRetry(attempts=4, sleep=self.sleeps.append)
-        return DeletionHandler(cache, self.storage, reconsumer, 60, retry, clock=lambda: NOW)
+        margins = SafetyMargins(send_delay=60, clock_skew=10, min_ledger_age=3600)
+        return DeletionHandler(
+            cache, self.storage, reconsumer, margins, retry, clock=lambda: EpochSeconds(NOW)
+        )
 
     def handle(self, info: PendingDeleteLedgerInfo, **props: str) -> Any:
         return self.handler().handle(self.consumer, FakeMessage(message.encode(info), dict(props)))
@@ -233,12 +237,51 @@ def test_referenced_ledger_is_reconsumed_with_java_properties(rig: Rig) -> None:
     assert properties["DELAY_TIME"] == "600000"
 
 
-def test_stale_snapshot_is_refetched_once_when_older_than_the_message(rig: Rig) -> None:
-    # The snapshot's time (NOW) is before this message's due time (NOW - 100 + 200).
-    result = rig.handle(_info(12), DELAY_TIME="200000")
+def test_nothing_is_deleted_on_a_snapshot_read_before_the_message_was_due(rig: Rig) -> None:
+    # Due at NOW - 100 + 200 + 10: the only snapshot there is was read at NOW.
+    result = rig.handle(_info(3), DELAY_TIME="200000")
     assert result.outcome is Outcome.RECONSUMED
-    assert "stale" in result.reason
-    assert rig.source.calls == 2
+    assert "predates the message's due time" in result.reason
+    assert rig.storage.deleted == []
+
+
+@pytest.mark.parametrize("delay", ["0", "-5000", "garbage", None])
+def test_the_configured_send_delay_is_a_floor_for_the_messages_own_delay(
+    rig: Rig, delay: str | None
+) -> None:
+    """Published 30 s ago with DELAY_TIME=0: still due only at publish + 60 s + 10 s skew."""
+    props = {} if delay is None else {"DELAY_TIME": delay}
+    payload = message.encode(_info(3))
+
+    class Recent(FakeMessage):
+        def publish_timestamp(self) -> int:
+            return int((NOW - 30) * 1000)
+
+    handler = rig.handler()
+    received = Recent(payload, props)
+    assert handler.due(received) == NOW - 30 + 60 + 10
+    (result,) = handler.handle_batch([(rig.consumer, received)])  # type: ignore[list-item]
+    assert not isinstance(result, Exception)
+    assert result.outcome is Outcome.RECONSUMED
+    assert rig.storage.deleted == []
+
+
+def test_a_ledger_above_the_largest_referenced_is_deleted_only_when_old(rig: Rig) -> None:
+    young_ms = int((NOW - 600) * 1000)
+    rig.storage.records[12] = LedgerRecord(12, _record(12).custom_metadata, young_ms, 1)
+    rig.storage.records[13] = _record(13)  # created at the epoch: old
+    results = rig.handle_batch(_info(12), _info(13))
+    assert _outcomes(results) == ["reconsumed", "deleted"]
+    assert "too young" in results[0].reason
+    assert rig.storage.deleted == [13]
+
+
+def test_a_ledger_of_unknown_age_the_snapshot_cannot_vouch_for_is_kept(rig: Rig) -> None:
+    rig.storage.records[12] = LedgerRecord(12, _record(12).custom_metadata, None, 1)
+    (result,) = rig.handle_batch(_info(12))
+    assert result.outcome is Outcome.RECONSUMED
+    assert "unknown" in result.reason
+    assert rig.storage.deleted == []
 
 
 def test_already_gone_is_success(rig: Rig) -> None:

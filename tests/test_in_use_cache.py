@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from deletion.clock import EpochSeconds
 from deletion.in_use import CacheCounters, InUseLedgersCache
 from deletion.ports import TopicLedgers
 from deletion.topics import NamespaceName, TopicName
@@ -152,64 +153,75 @@ def test_failing_fetch_propagates_and_is_not_cached(
     assert cache.counters.hits == 1
 
 
-def test_failing_fetch_fresh_keeps_the_cached_snapshot(
-    cache: InUseLedgersCache, source: FakeSource
+def test_failing_fresh_look_up_keeps_the_cached_snapshot(
+    cache: InUseLedgersCache, source: FakeSource, clock: FakeClock
 ) -> None:
     first = cache.lookup(A)
     source.fail_next = MetadataError("gone")
     with pytest.raises(MetadataError):
-        cache.fetch_fresh(A)
+        cache.lookup(A, fresh_after=EpochSeconds(clock.now + 1))
     assert cache.lookup(A) is first
 
 
-def test_fetch_fresh_bypasses_and_replaces_the_entry(
+def test_a_snapshot_older_than_fresh_after_is_fetched_anew_and_replaces_the_entry(
     cache: InUseLedgersCache, source: FakeSource, clock: FakeClock
 ) -> None:
     first = cache.lookup(A)
     clock.now += 1
-    fresh = cache.fetch_fresh(A)
+    assert cache.lookup(A, fresh_after=EpochSeconds(clock.now - 1)) is first  # fresh enough
+    fresh = cache.lookup(A, fresh_after=EpochSeconds(clock.now))
     assert fresh is not first
     assert fresh.ledger_ids == frozenset({2})
+    assert fresh.fetched_at >= clock.now
     assert cache.lookup(A) is fresh
     assert source.calls[A] == 2
-    assert cache.counters == CacheCounters(hits=1, misses=1, fetches=2)
+    assert cache.counters == CacheCounters(hits=2, misses=2, fetches=2)
 
 
-def test_fetch_fresh_entry_lives_a_full_ttl_from_its_fetch(
+def test_a_fresh_snapshot_lives_a_full_ttl_from_its_fetch(
     cache: InUseLedgersCache, source: FakeSource, clock: FakeClock
 ) -> None:
     cache.lookup(A)
     clock.now += TTL - 1
-    fresh = cache.fetch_fresh(A)
+    fresh = cache.lookup(A, fresh_after=EpochSeconds(clock.now))
     clock.now += TTL - 1
     assert cache.lookup(A) is fresh
     assert source.calls[A] == 2
 
 
-def test_invalidate_if_older_drops_only_older_snapshots(
+def test_fresh_after_of_one_topic_keeps_the_others(
     cache: InUseLedgersCache, clock: FakeClock
 ) -> None:
-    taken_at = clock.now
-    first = cache.lookup(A)
-    cache.invalidate_if_older(A, than=taken_at - 1)
-    cache.invalidate_if_older(A, than=taken_at)  # not older than itself
-    assert cache.lookup(A) is first
-    assert cache.counters.invalidations == 0
-
-    cache.invalidate_if_older(A, than=taken_at + 0.5)
-    assert cache.counters.invalidations == 1
-    second = cache.lookup(A)
-    assert second is not first
-    assert cache.counters.fetches == 2
-
-
-def test_invalidate_if_older_of_an_unknown_topic_is_a_no_op(cache: InUseLedgersCache) -> None:
-    cache.invalidate_if_older(B, than=1e12)
-    assert cache.counters == CacheCounters()
-
-
-def test_invalidate_one_topic_keeps_the_others(cache: InUseLedgersCache, clock: FakeClock) -> None:
     a, b = cache.lookup(A), cache.lookup(B)
-    cache.invalidate_if_older(A, than=clock.now + 1)
+    clock.now += 1
+    assert cache.lookup(A, fresh_after=EpochSeconds(clock.now)) is not a
     assert cache.lookup(B) is b
-    assert cache.lookup(A) is not a
+
+
+def test_concurrent_fresh_look_ups_share_one_fetch_made_after_their_due_time(
+    clock: FakeClock,
+) -> None:
+    """A batch of messages for one topic, all due: one fetch serves them all."""
+    release = threading.Event()
+
+    class SlowSource(FakeSource):
+        def fetch(self, topic: TopicName) -> TopicLedgers:
+            release.wait(timeout=30)
+            return super().fetch(topic)
+
+    source = SlowSource(clock)
+    cache = InUseLedgersCache(source, ttl=TTL, clock=clock)
+    results: list[TopicLedgers] = []
+    due = EpochSeconds(clock.now)
+    threads = [
+        threading.Thread(target=lambda: results.append(cache.lookup(A, fresh_after=due)))
+        for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    release.set()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(results) == 8
+    assert source.calls[A] == 1
+    assert all(result.fetched_at >= due for result in results)

@@ -21,7 +21,6 @@ from deletion.offload import (
     UnsupportedOffloadDriverError,
     data_key,
     decode_offload,
-    index_key,
     java_uuid,
     java_uuid_bits,
     offload_context,
@@ -34,6 +33,8 @@ from deletion.proto.ml_data_formats_pb2 import ManagedLedgerInfo
 from deletion.topics import TopicName
 from ledger_janitor.embedded import free_port
 from ledger_janitor.errors import DecodeError, LedgerStorageError, TransientLedgerStorageError
+
+from .offload_objects import plant_mapfile, plant_s3
 
 ML_NAME = "public/default/persistent/my%20topic"
 UID = "123e4567-e89b-12d3-a456-426614174000"
@@ -197,10 +198,11 @@ def put(s3: S3Client, bucket: str, *names: str) -> None:
 
 def test_s3_deletes_data_and_index_and_nothing_else(s3: S3Client, bucket: str) -> None:
     other = str(uuid.uuid4())
-    mine = {data_key(7, UID), index_key(7, UID)}
+    mine = plant_s3(s3, bucket, 7, UID, ML_NAME)
     assert mine == {f"{UID}-ledger-7", f"{UID}-ledger-7-index"}
-    untouched = {data_key(8, UID), index_key(8, UID), data_key(7, other), f"{UID}-ledger-70"}
-    put(s3, bucket, *mine, *untouched)
+    untouched = plant_s3(s3, bucket, 8, UID, ML_NAME) | plant_s3(s3, bucket, 7, other, ML_NAME)
+    put(s3, bucket, f"{UID}-ledger-70")
+    untouched.add(f"{UID}-ledger-70")
     storage = S3OffloadStorage(s3)
     assert storage.delete_offloaded(7, ctx(7, bucket=bucket), ML_NAME) is True
     assert keys(s3, bucket) == untouched
@@ -208,13 +210,14 @@ def test_s3_deletes_data_and_index_and_nothing_else(s3: S3Client, bucket: str) -
 
 
 def test_s3_index_left_by_a_crash_is_still_deleted(s3: S3Client, bucket: str) -> None:
-    put(s3, bucket, index_key(7, UID))
+    plant_s3(s3, bucket, 7, UID, ML_NAME, objects=["index"])
     assert S3OffloadStorage(s3).delete_offloaded(7, ctx(7, bucket=bucket), ML_NAME) is True
     assert keys(s3, bucket) == set()
 
 
 def test_s3_bucket_comes_from_metadata_else_the_default(s3: S3Client, bucket: str) -> None:
-    put(s3, bucket, data_key(7, UID), data_key(8, UID))
+    plant_s3(s3, bucket, 7, UID, ML_NAME, objects=["data"])
+    plant_s3(s3, bucket, 8, UID, ML_NAME, objects=["data"])
     storage = S3OffloadStorage(s3, default_bucket="not-this-one")
     assert storage.delete_offloaded(7, ctx(7, bucket=bucket), ML_NAME) is True
     fallback = S3OffloadStorage(s3, default_bucket=bucket)
@@ -254,7 +257,7 @@ def test_s3_refuses_what_it_must_not_touch(s3: S3Client, bucket: str) -> None:
 def test_s3_concurrent_deletes_report_exactly_one_deletion(
     moto_endpoint: str, bucket: str, s3: S3Client
 ) -> None:
-    put(s3, bucket, data_key(7, UID), index_key(7, UID))
+    plant_s3(s3, bucket, 7, UID, ML_NAME)
     storages = [S3OffloadStorage(fast_client(moto_endpoint)) for _ in range(4)]
     turn = iter(storages)
     lock = threading.Lock()
@@ -298,11 +301,7 @@ def fs_ctx(ledger_id: int, uid: str = UID, **props: str) -> LedgerInfo:
 
 def mapfile(base: Path, ml_name: str, ledger_id: int, uid: str = UID) -> Path:
     """The directory Hadoop's MapFile.Writer leaves on a local (checksummed) filesystem."""
-    directory = base.joinpath(*ml_name.split("/"), f"{ledger_id}-{uid}")
-    directory.mkdir(parents=True)
-    for name in ("data", "index", ".data.crc", ".index.crc"):
-        (directory / name).write_bytes(b"x")
-    return directory
+    return plant_mapfile(base, ml_name, ledger_id, uid)
 
 
 def test_fs_deletes_the_mapfile_directory_only(tmp_path: Path) -> None:
@@ -409,7 +408,7 @@ def test_driver_names_choose_the_adapter(tmp_path: Path, s3: S3Client) -> None:
 def test_router_follows_the_context_then_the_default(
     tmp_path: Path, s3: S3Client, bucket: str
 ) -> None:
-    put(s3, bucket, data_key(7, UID))
+    plant_s3(s3, bucket, 7, UID, ML_NAME, objects=["data"])
     mapfile(tmp_path, ML_NAME, 8)
     mapfile(tmp_path, ML_NAME, 9)
     fs_storage = FileSystemOffloadStorage(tmp_path)

@@ -10,6 +10,7 @@ import pytest
 from consumers.handler import Outcome
 from deletion import message_properties as props
 from deletion.message import LedgerComponent, encode
+from deletion.proto.ml_data_formats_pb2 import ManagedLedgerInfo
 from deletion.pulsar_metadata import ManagedLedgerWriter, MetadataInUseLedgers
 from deletion.topics import SUBSCRIPTION, NamespaceName, TopicName
 from ledger_janitor.errors import EnqueueError
@@ -79,6 +80,43 @@ def _drain(janitor: JanitorFactory, topic: str, count: int) -> list[pulsar.Messa
         consumer.acknowledge(received)
     consumer.close()
     return messages
+
+
+def test_a_topic_re_created_inside_the_cache_lifetime_keeps_its_new_ledger(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    """The worker caches 'topic absent' while deleting an old ledger of a deleted topic; the
+    topic comes back with ledger L, and a trim's phase one for L crashes before its commit.
+    L is referenced: it must never be deleted on the cached 'absent' snapshot."""
+    seeder, recorder = _seeder(janitor), Recorder()
+    seeded = seeder.seed(_topic(namespace, "t"), ledgers=2)
+    metadata, ml_path = janitor.backend.metadata, f"/managed-ledgers/{namespace}/persistent/t"
+    for child in metadata.children(ml_path):
+        metadata.delete(f"{ml_path}/{child}")
+    metadata.delete(ml_path)  # the topic is deleted
+    sidecar = janitor.sidecar()
+    sidecar.phase_one.enqueue([pending(seeded.topic, seeded.ledgers[0])])
+    janitor.worker(
+        recorder,
+        in_use_ledgers_cache_ttl_seconds=600,
+        min_ledger_age_seconds_of_two_phase_deletion=0,
+    )
+    recorder.wait_for(lambda rs: Outcome.DELETED in recorder.of(seeded.ledgers[0]))
+
+    owner = {
+        "application": b"pulsar",
+        "component": b"managed-ledger",
+        "pulsar/managed-ledger": f"{namespace}/persistent/t".encode(),
+    }
+    reborn = janitor.backend.factory.create_ledger(owner)
+    ledgers = ManagedLedgerInfo()
+    ledgers.ledgerInfo.add(ledgerId=reborn, entries=1, size=1, timestamp=0)
+    metadata.create(ml_path, ledgers.SerializeToString())  # the topic is created again
+    sidecar.phase_one.enqueue([pending(seeded.topic, reborn)])  # ... and the commit never comes
+
+    recorder.wait_for(lambda rs: Outcome.ARCHIVED in recorder.of(reborn), timeout=60)
+    assert Outcome.DELETED not in recorder.of(reborn)
+    assert janitor.backend.exists(reborn)
 
 
 def test_stale_snapshot_never_deletes_a_newer_ledger(

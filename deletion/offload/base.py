@@ -33,7 +33,9 @@ class OffloadStorage(Protocol):
         """Delete what Pulsar offloaded for the ledger; False when it was already gone.
 
         `context` is the ledger's `LedgerInfo` (the message's `context`), and
-        `managed_ledger_name` is `{tenant}/{ns}/persistent/{encoded local name}`.
+        `managed_ledger_name` is `{tenant}/{ns}/persistent/{encoded local name}`. Raises
+        `OffloadOwnershipError`, deleting nothing, unless the offloaded objects themselves
+        prove they are that managed ledger's.
         """
         ...
 

@@ -8,6 +8,9 @@ is a Hadoop MapFile, a directory holding `data` and `index` (and their `.crc` fi
 `storageBasePath`. `deleteOffloaded` is a recursive delete of that directory, the name coming
 from the `ManagedLedgerName` property ManagedLedgerImpl adds at deletion time; here the caller
 passes it in.
+
+Before deleting, the MapFile must prove it is the message's topic's (`ownership.py`): the
+ledger metadata the offloader stores at its key -1 (`mapfile.py`) must name the managed ledger.
 """
 
 from __future__ import annotations
@@ -22,11 +25,14 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ledger_janitor.errors import LedgerStorageError, TransientLedgerStorageError
+from ledger_janitor.errors import DecodeError, LedgerStorageError, TransientLedgerStorageError
 
+from ..ledgers.bookkeeper_metadata import custom_metadata
 from ..proto.ml_data_formats_pb2 import ManagedLedgerInfo
+from . import mapfile
 from .base import FILESYSTEM_DRIVERS, require_driver
 from .context import OffloadedLedger, decode_offload
+from .ownership import OwnershipProof
 
 STORAGE_BASE_PATH_PROPERTY = "storageBasePath"
 
@@ -108,6 +114,9 @@ class FileSystemOffloadStorage:
             # Unmounted or misconfigured: every ledger would look already deleted.
             raise LedgerStorageError(f"offload base path {self._base} is not a directory")
         target = self.ledger_path(ledger_id, offloaded.uuid, managed_ledger_name)
+        if not self._prove(target, ledger_id, managed_ledger_name):
+            self._purge_tombstones(target)
+            return False
         # Renaming first makes the deletion atomic: of concurrent callers exactly one wins
         # the rename, and a crash leaves a tombstone, never a half-deleted MapFile.
         tombstone = target.with_name(f".{target.name}.deleting-{uuid_lib.uuid4().hex}")
@@ -119,6 +128,29 @@ class FileSystemOffloadStorage:
         except OSError as exc:
             raise _storage_error(exc, f"renaming {target}") from exc
         _remove(tombstone)
+        return True
+
+    @staticmethod
+    def _prove(target: Path, ledger_id: int, managed_ledger_name: str) -> bool:
+        """OffloadOwnershipError unless the MapFile names the managed ledger; False when it
+        is gone (a concurrent caller may have just renamed it away)."""
+        proof = OwnershipProof(ledger_id, managed_ledger_name)
+        try:
+            with open(target / "data", "rb") as stream:
+                metadata = mapfile.ledger_metadata(stream)
+        except FileNotFoundError:
+            if not os.path.lexists(target):
+                return False
+            proof.unreadable(str(target), "it has no MapFile data file")
+        except DecodeError as exc:
+            proof.unreadable(str(target / "data"), str(exc))
+        except (IsADirectoryError, NotADirectoryError) as exc:
+            proof.unreadable(str(target), f"it is not a MapFile directory: {exc.strerror}")
+        except OSError as exc:
+            raise _storage_error(exc, f"reading {target / 'data'}") from exc
+        else:
+            proof.ledger_metadata(str(target), custom_metadata(metadata))
+        proof.require()
         return True
 
     def _check_recorded_base(self, offloaded: OffloadedLedger) -> None:

@@ -7,6 +7,10 @@ named by the driver metadata's `bucket` (TieredStorageConfiguration.METADATA_FIE
 through the blob store the broker was configured with: the metadata's `region` and
 `serviceEndpoint` never route the request. Neither do they here, which also means a message
 cannot point the janitor, and its credentials, at an endpoint of its choosing.
+
+Before deleting, the objects must prove they are the message's topic's (`ownership.py`): their
+user metadata (HeadObject) and the ledger metadata at the head of the index object (a ranged
+GetObject, `index_block.py`).
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from ledger_janitor.errors import LedgerStorageError, TransientLedgerStorageError
+from ledger_janitor.errors import DecodeError, LedgerStorageError, TransientLedgerStorageError
 
+from ..ledgers.bookkeeper_metadata import custom_metadata
 from ..proto.ml_data_formats_pb2 import ManagedLedgerInfo
+from . import index_block
 from .base import S3_DRIVERS, require_driver
 from .context import decode_offload
+from .ownership import OwnershipProof
 
 # TieredStorageConfiguration.METADATA_FIELD_BUCKET
 BUCKET_PROPERTY = "bucket"
@@ -46,12 +53,18 @@ _TRANSIENT_CODES = frozenset(
 )
 
 
+# The header and ledger metadata of an index object fit in this, bar unusual ensembles.
+INDEX_PREFIX_BYTES = 64 * 1024
+
+
 @runtime_checkable
 class S3Client(Protocol):
-    """The two calls we make; a boto3 S3 client satisfies it."""
+    """The calls we make; a boto3 S3 client satisfies it."""
 
     # boto3's own parameter names.
-    def head_object(self, *, Bucket: str, Key: str) -> object: ...  # noqa: N803
+    def head_object(self, *, Bucket: str, Key: str) -> Any: ...  # noqa: N803
+
+    def get_object(self, *, Bucket: str, Key: str, Range: str) -> Any: ...  # noqa: N803
 
     def delete_object(self, *, Bucket: str, Key: str) -> object: ...  # noqa: N803
 
@@ -114,6 +127,10 @@ def storage_error(exc: Exception, action: str) -> LedgerStorageError:
     return LedgerStorageError(f"{action}: {type(exc).__name__}: {exc}")
 
 
+class _VanishedError(Exception):
+    """The object was there a moment ago."""
+
+
 class S3OffloadStorage:
     """Deletes a ledger's data and index objects; objects already missing count as success."""
 
@@ -163,10 +180,75 @@ class S3OffloadStorage:
         # HEAD then DELETE is not atomic: without the lock, concurrent callers could all see
         # the objects and all report having deleted them.
         with self._stripe(bucket, keys[0]):
-            existed = [self._call("HeadObject", client.head_object, bucket, k) for k in keys]
+            heads = [self._head(client, bucket, key) for key in keys]
+            if all(head is None for head in heads):
+                # A missing bucket also answers HEAD with a bare 404: DeleteObject names it,
+                # rather than every ledger reading as already gone.
+                for key in keys:
+                    self._call("DeleteObject", client.delete_object, bucket, key)
+                return False
+            proof = OwnershipProof(ledger_id, managed_ledger_name)
+            for key, head in zip(keys, heads, strict=True):
+                if head is not None:
+                    proof.user_metadata(f"s3://{bucket}/{key}", head.get("Metadata") or {})
+            if heads[1] is not None:
+                self._prove_by_index(proof, client, bucket, keys[1])
+            proof.require()
             for key in keys:
                 self._call("DeleteObject", client.delete_object, bucket, key)
-        return any(existed)
+        return True
+
+    def _prove_by_index(
+        self, proof: OwnershipProof, client: S3Client, bucket: str, key: str
+    ) -> None:
+        where = f"s3://{bucket}/{key}"
+        try:
+            prefix = self._read(client, bucket, key, 0, INDEX_PREFIX_BYTES)
+            end = index_block.metadata_end(prefix)
+            if end > len(prefix):
+                prefix += self._read(client, bucket, key, len(prefix), end)
+            metadata = index_block.ledger_metadata(prefix)
+        except DecodeError as exc:
+            proof.unreadable(where, str(exc))
+        except _VanishedError as exc:
+            # Most likely another worker deleting the same ledger: look again from the HEADs.
+            raise TransientLedgerStorageError(f"{where} vanished while being read") from exc
+        else:
+            proof.ledger_metadata(where, custom_metadata(metadata))
+
+    @staticmethod
+    def _head(client: S3Client, bucket: str, key: str) -> dict[str, Any] | None:
+        """The object's HeadObject answer, None when S3 says it is not there."""
+        try:
+            head: dict[str, Any] = client.head_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code", "")) in _MISSING_CODES:
+                return None
+            raise storage_error(exc, f"HeadObject s3://{bucket}/{key}") from exc
+        except BotoCoreError as exc:
+            raise storage_error(exc, f"HeadObject s3://{bucket}/{key}") from exc
+        return head
+
+    @staticmethod
+    def _read(client: S3Client, bucket: str, key: str, start: int, end: int) -> bytes:
+        """Bytes [start, end) of the object (fewer if it is shorter)."""
+        action = f"GetObject s3://{bucket}/{key} bytes {start}-{end - 1}"
+        try:
+            body = client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")
+            try:
+                data: bytes = body["Body"].read(end - start)
+            finally:
+                body["Body"].close()
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code in _MISSING_CODES:
+                raise _VanishedError from exc
+            if code == "InvalidRange":  # the object is shorter than `start`
+                return b""
+            raise storage_error(exc, action) from exc
+        except BotoCoreError as exc:
+            raise storage_error(exc, action) from exc
+        return data
 
     def _get_client(self) -> S3Client:
         with self._client_lock:
@@ -183,12 +265,11 @@ class S3OffloadStorage:
 
     @staticmethod
     def _call(name: str, operation: Callable[..., object], bucket: str, key: str) -> bool:
-        """HeadObject or DeleteObject; False when S3 says the key is not there."""
+        """DeleteObject; False when S3 says the key is not there."""
         try:
             operation(Bucket=bucket, Key=key)
         except ClientError as exc:
-            # HEAD has no body, so a missing bucket is a bare 404 too: DeleteObject, which
-            # follows, names it. S3 deletes a missing key with 204; some clones say NoSuchKey.
+            # S3 deletes a missing key with 204; some clones say NoSuchKey.
             if str(exc.response.get("Error", {}).get("Code", "")) in _MISSING_CODES:
                 return False
             raise storage_error(exc, f"{name} s3://{bucket}/{key}") from exc

@@ -124,6 +124,8 @@ class JanitorFactory:
             "broker_service_url": self._service_url,
             "metadata_store_url": self.backend.metadata_url,
             "send_delay_seconds_of_two_phase_deletion": 1,
+            # One machine, one clock: no skew to allow for.
+            "clock_skew_allowance_seconds_of_two_phase_deletion": 0,
             "reconsume_later_seconds_of_two_phase_deletion": 1,
             "max_reconsume_times_of_two_phase_deletion": 3,
             "operation_timeout_seconds": 10,

@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 
 def start_sidecar(metadata_url: str, broker_url: str, **settings: object) -> subprocess.Popen[str]:
-    settings = {"metricsPort": 0, **settings}  # tests must not fight over the default port
+    # Tests must not fight over the default port; one machine has one clock, so no skew.
+    settings = {"metricsPort": 0, "clockSkewAllowanceSecondsOfTwoPhaseDeletion": 0, **settings}
     overrides = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
     return subprocess.Popen(
         [
