@@ -56,6 +56,7 @@ pytestmark = pytest.mark.timeout(scaled(120, 600))
 RELEASED_PER_TOPIC = scaled(12, 100)
 SETTINGS: dict[str, object] = {
     "send_delay_seconds_of_two_phase_deletion": 0,
+    "clock_skew_allowance_seconds_of_two_phase_deletion": 0,
     "reconsume_later_seconds_of_two_phase_deletion": 0,
     "max_reconsume_times_of_two_phase_deletion": 50,
     # One handler thread, so a batch is whatever piled up while the previous one ran.
