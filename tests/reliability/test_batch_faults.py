@@ -17,29 +17,22 @@ version other than the one read.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from consumers.handler import HandlingResult, Outcome
-from consumers.worker import DeletionWorker
 from deletion.decision import pulsar_custom_metadata
-from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.message import LedgerComponent
-from deletion.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.topics import NamespaceName, TopicName
 from ledger_janitor.embedded import EmbeddedBroker
 
-from ..harness.janitor import Backend, JanitorFactory, Recorder, zookeeper_backend
+from ..harness.janitor import Recorder
 from ..harness.process import wait_until
 from ..harness.zookeeper import ZooKeeperServer
 from .support import build_scenario, scaled
 from .zk_faults import (
     Fault,
-    FaultyKazoo,
-    LedgerZnodes,
-    Plan,
     Request,
     Times,
     after,
@@ -50,6 +43,7 @@ from .zk_faults import (
     reply_lost,
     session_expired,
 )
+from .zk_rig import ZkRig, zk_rig
 
 pytestmark = pytest.mark.timeout(scaled(120, 600))
 
@@ -70,53 +64,6 @@ def no_faults(request: Request) -> Fault | None:
     return None
 
 
-@dataclass
-class Rig:
-    """Planted topics on a private chroot, and workers whose ledger store is a FaultyKazoo."""
-
-    janitor: JanitorFactory
-    server: str
-    hosts: str  # with the chroot
-    znodes: LedgerZnodes
-    released: set[int]
-    referenced: set[int]
-    paths: dict[int, str]
-    workers: list[DeletionWorker] = field(default_factory=list)
-
-    def worker(
-        self,
-        plan: Plan,
-        on_result: Callable[[HandlingResult], None],
-        **overrides: object,
-    ) -> tuple[DeletionWorker, FaultyKazoo]:
-        side = self.janitor.sidecar(**{**SETTINGS, **overrides})
-        client = FaultyKazoo(self.hosts, plan, timeout=10)
-        client.start(timeout=15)
-        side.ledgers = BookKeeperLedgerStorage(ZooKeeperMetadataStore(client, owns_client=True))
-        side.closer.callback(side.ledgers.close)
-        worker = side.worker(on_result=on_result, refresh_interval_seconds=0.2)
-        worker.start()
-        self.workers.append(worker)
-        return worker, client
-
-    def wait_gone(self, ledgers: set[int], timeout: float = 60.0) -> None:
-        left: set[int] = set()
-
-        def gone() -> bool:
-            left.clear()
-            left.update(ledgers & self.znodes.ids())
-            return not left
-
-        try:
-            wait_until(gone, timeout, "released ledgers gone")
-        except AssertionError:
-            raise AssertionError(f"released ledgers still there: {sorted(left)}") from None
-
-    def assert_referenced_intact(self) -> None:
-        missing = sorted(self.referenced - self.znodes.ids())
-        assert missing == [], f"referenced ledgers deleted: {missing}"
-
-
 @pytest.fixture
 def rig(
     zookeeper: ZooKeeperServer,
@@ -124,40 +71,24 @@ def rig(
     chroot: str,
     namespace: NamespaceName,
     tmp_path: Path,
-) -> Iterator[Rig]:
-    backend: Backend = zookeeper_backend(zookeeper.hosts, chroot)
-    janitor = JanitorFactory(backend, broker.service_url, tmp_path)
-    znodes = LedgerZnodes(zookeeper.hosts + chroot)
-    made: Rig | None = None
-    try:
-        producer = janitor.sidecar(**SETTINGS)
+) -> Iterator[ZkRig]:
+    """Two topics, each with released (enqueued) ledgers and two it keeps, and a cursor."""
+    with zk_rig(zookeeper, broker, chroot, tmp_path) as made:
+        producer = made.janitor.sidecar(**SETTINGS)
+        backend = made.janitor.backend
         scenario = build_scenario(backend, producer, [namespace], 2, RELEASED_PER_TOPIC)
-        referenced = set().union(*(seeded.referenced() for seeded in scenario.topics))
-        paths = znodes.paths()
-        assert scenario.released | referenced == set(paths), "planting went wrong"
-        made = Rig(
-            janitor,
-            zookeeper.hosts,
-            zookeeper.hosts + chroot,
-            znodes,
-            scenario.released,
-            referenced,
-            paths,
-        )
+        made.released = scenario.released
+        made.referenced = set().union(*(seeded.referenced() for seeded in scenario.topics))
+        made.paths = made.znodes.paths()
+        assert made.released | made.referenced == set(made.paths), "planting went wrong"
         yield made
-    finally:
-        for worker in made.workers if made else []:
-            worker.stop()
-        janitor.close()
-        backend.ledgers.close()
-        znodes.close()
 
 
 def outcomes(recorders: list[Recorder], ledger_id: int) -> list[Outcome]:
     return [outcome for recorder in recorders for outcome in recorder.of(ledger_id)]
 
 
-def assert_every_message_settled(rig: Rig, *recorders: Recorder) -> None:
+def assert_every_message_settled(rig: ZkRig, *recorders: Recorder) -> None:
     """Each released ledger's message ended deleted or already gone: none lost or archived."""
     unsettled = {
         ledger: found
@@ -167,7 +98,7 @@ def assert_every_message_settled(rig: Rig, *recorders: Recorder) -> None:
     assert unsettled == {}
 
 
-TRANSIENT: dict[str, tuple[str, Callable[[Rig], Fault], int]] = {
+TRANSIENT: dict[str, tuple[str, Callable[[ZkRig], Fault], int]] = {
     "get refused": ("get", lambda rig: refused, 3),
     "get reply lost": ("get", lambda rig: reply_lost, 3),
     "delete refused": ("delete", lambda rig: refused, 3),
@@ -179,12 +110,12 @@ TRANSIENT: dict[str, tuple[str, Callable[[Rig], Fault], int]] = {
 
 
 @pytest.mark.parametrize("case", TRANSIENT)
-def test_transient_fault_in_the_middle_of_a_pipelined_batch(rig: Rig, case: str) -> None:
+def test_transient_fault_in_the_middle_of_a_pipelined_batch(rig: ZkRig, case: str) -> None:
     op, make, times = TRANSIENT[case]
     # The second request of a burst or later: an earlier one of the same batch is in flight.
     plan = Times(lambda r: r.op == op and r.index >= 2, make(rig), times)
     recorder = Recorder()
-    worker, client = rig.worker(plan, recorder)
+    worker, client = rig.worker(plan, recorder, SETTINGS)
     try:
         rig.wait_gone(rig.released)
         alive, detail = worker.live()
@@ -202,18 +133,13 @@ def test_transient_fault_in_the_middle_of_a_pipelined_batch(rig: Rig, case: str)
     failed = [i for burst in hit for i in burst if i.outcome not in ("ok", "unread")]
     assert failed, f"no request of the faulted bursts failed: {hit}"
     if case == "delete applied, reply lost":
-        # Redone after the lost reply: found gone, acked, not deleted twice.
-        lost = {i.request.path for i in client.faulted()}
-        gone = {rig.paths[r.info.ledger_id] for r in recorder.results if r.info} & lost
-        assert gone and all(
-            Outcome.ALREADY_GONE in recorder.of(ledger)
-            for ledger, path in rig.paths.items()
-            if path in lost
-        )
+        # Redone after the lost reply: found gone, and acked as such.
+        lost = {rig.ledger_of(i.request.path) for i in client.faulted()}
+        assert {i: recorder.of(i)[-1] for i in lost} == dict.fromkeys(lost, Outcome.ALREADY_GONE)
 
 
 @pytest.mark.parametrize("how", ["its reads keep failing", "its znode is corrupt"])
-def test_one_bad_ledger_in_a_batch_holds_back_no_other(rig: Rig, how: str) -> None:
+def test_one_bad_ledger_in_a_batch_holds_back_no_other(rig: ZkRig, how: str) -> None:
     """The batch fails past its retries, is redone one ledger at a time: the others are
     deleted, the bad one is handed back (never deleted while it cannot be read), and it is
     deleted once readable again, or archived if it never is."""
@@ -226,7 +152,7 @@ def test_one_bad_ledger_in_a_batch_holds_back_no_other(rig: Rig, how: str) -> No
         rig.znodes.client.set(path, b"not ledger metadata")
         overrides["max_reconsume_times_of_two_phase_deletion"] = 2
     recorder = Recorder()
-    worker, client = rig.worker(plan, recorder, **overrides)
+    worker, client = rig.worker(plan, recorder, {**SETTINGS, **overrides})
     try:
         rig.wait_gone(rig.released - {bad})
         recorder.wait_for(lambda _: Outcome.RECONSUMED in recorder.of(bad))
@@ -256,12 +182,12 @@ def test_one_bad_ledger_in_a_batch_holds_back_no_other(rig: Rig, how: str) -> No
 
 @pytest.mark.parametrize("op", ["get", "delete"])
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_crash_after_part_of_a_batch_was_applied(rig: Rig, op: str) -> None:
+def test_crash_after_part_of_a_batch_was_applied(rig: ZkRig, op: str) -> None:
     """The handler thread dies before issuing the third request of a burst, once the server
     applied the first two: nothing was acked, so a new worker gets the whole batch again."""
     plan = Times(lambda r: r.op == op and r.index == 3, crash_after_applied)
     first_results = Recorder()
-    first, client = rig.worker(plan, first_results)
+    first, client = rig.worker(plan, first_results, SETTINGS)
     try:
         wait_until(lambda: not first.live()[0], 60, "the crash")
     finally:
@@ -270,13 +196,13 @@ def test_crash_after_part_of_a_batch_was_applied(rig: Rig, op: str) -> None:
     before = [i for i in client.burst(crash.burst) if i.fault is None]
     assert [i.request.op for i in before] == [op, op]
     assert all(i.outcome == "unread" for i in before)
-    ids = {ledger for ledger, path in rig.paths.items() if path in {i.request.path for i in before}}
+    ids = {rig.ledger_of(i.request.path) for i in before}
     assert all(first_results.of(ledger) == [] for ledger in ids), "acked before the crash"
     if op == "delete":
         assert not ids & rig.znodes.ids(), "the server did not apply the deletes sent"
 
     second_results = Recorder()
-    rig.worker(no_faults, second_results)
+    rig.worker(no_faults, second_results, SETTINGS)
     rig.wait_gone(rig.released)
     second_results.wait_for(lambda _: all(second_results.of(ledger) for ledger in ids))
     rig.assert_referenced_intact()
@@ -287,7 +213,7 @@ def test_crash_after_part_of_a_batch_was_applied(rig: Rig, op: str) -> None:
 
 @pytest.mark.parametrize("change", ["rewritten", "re-owned"])
 def test_ledger_changed_between_batch_read_and_batch_delete_is_not_deleted(
-    rig: Rig, namespace: NamespaceName, change: str
+    rig: ZkRig, namespace: NamespaceName, change: str
 ) -> None:
     """Another writer sets the ledger's znode after the batch read it, just before the batch
     delete: the delete, at the version read, comes back changed and the ledger stays. Once
@@ -312,7 +238,7 @@ def test_ledger_changed_between_batch_read_and_batch_delete_is_not_deleted(
             seen.append((result.outcome, result.reason, rig.znodes.client.exists(path) is not None))
         recorder(result)
 
-    worker, client = rig.worker(plan, observe)
+    worker, client = rig.worker(plan, observe, SETTINGS)
     try:
         rig.wait_gone(rig.released - {victim})
         final = Outcome.DELETED if change == "rewritten" else Outcome.ARCHIVED

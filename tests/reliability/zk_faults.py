@@ -228,10 +228,6 @@ class LedgerZnodes:
     def ids(self) -> set[int]:
         return set(self.paths())
 
-    def version(self, path: str) -> int:
-        _, stat = self.client.get(path)
-        return int(stat.version)
-
     def close(self) -> None:
         self.client.stop()
         self.client.close()
