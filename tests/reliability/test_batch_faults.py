@@ -16,8 +16,11 @@ version other than the one read.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +36,7 @@ from ..harness.zookeeper import ZooKeeperServer
 from .support import build_scenario, scaled
 from .zk_faults import (
     Fault,
+    FaultyKazoo,
     Request,
     Times,
     after,
@@ -43,7 +47,7 @@ from .zk_faults import (
     reply_lost,
     session_expired,
 )
-from .zk_rig import ZkRig, zk_rig
+from .zk_rig import ZkRig, wait_outcomes, zk_rig
 
 pytestmark = pytest.mark.timeout(scaled(120, 600))
 
@@ -58,14 +62,17 @@ SETTINGS: dict[str, object] = {
     "ledger_deletion_batch_size_of_two_phase_deletion": 8,
 }
 SETTLED = (Outcome.DELETED, Outcome.ALREADY_GONE)
+# Held back until this many messages arrived: the first batch is whatever came first, the
+# second (its ledger read is burst 3) is full.
+BACKLOG = 1 + 8 + 1
 
 
 def no_faults(request: Request) -> Fault | None:
     return None
 
 
-@pytest.fixture
-def rig(
+@contextmanager
+def planted(
     zookeeper: ZooKeeperServer,
     broker: EmbeddedBroker,
     chroot: str,
@@ -84,18 +91,21 @@ def rig(
         yield made
 
 
-def outcomes(recorders: list[Recorder], ledger_id: int) -> list[Outcome]:
-    return [outcome for recorder in recorders for outcome in recorder.of(ledger_id)]
+@pytest.fixture
+def rig(
+    zookeeper: ZooKeeperServer,
+    broker: EmbeddedBroker,
+    chroot: str,
+    namespace: NamespaceName,
+    tmp_path: Path,
+) -> Iterator[ZkRig]:
+    with planted(zookeeper, broker, chroot, namespace, tmp_path) as made:
+        yield made
 
 
 def assert_every_message_settled(rig: ZkRig, *recorders: Recorder) -> None:
     """Each released ledger's message ended deleted or already gone: none lost or archived."""
-    unsettled = {
-        ledger: found
-        for ledger in rig.released
-        if not (found := outcomes(list(recorders), ledger)) or found[-1] not in SETTLED
-    }
-    assert unsettled == {}
+    wait_outcomes(rig.released, *recorders, final=SETTLED)
 
 
 TRANSIENT: dict[str, tuple[str, Callable[[ZkRig], Fault], int]] = {
@@ -112,10 +122,11 @@ TRANSIENT: dict[str, tuple[str, Callable[[ZkRig], Fault], int]] = {
 @pytest.mark.parametrize("case", TRANSIENT)
 def test_transient_fault_in_the_middle_of_a_pipelined_batch(rig: ZkRig, case: str) -> None:
     op, make, times = TRANSIENT[case]
-    # The second request of a burst or later: an earlier one of the same batch is in flight.
-    plan = Times(lambda r: r.op == op and r.index >= 2, make(rig), times)
+    # From the second full batch on, its second request or later: an earlier one of the
+    # same batch is in flight, and more will follow it.
+    plan = Times(lambda r: r.burst >= 3 and r.op == op and r.index >= 2, make(rig), times)
     recorder = Recorder()
-    worker, client = rig.worker(plan, recorder, SETTINGS)
+    worker, client = rig.worker(plan, recorder, SETTINGS, backlog=BACKLOG)
     try:
         rig.wait_gone(rig.released)
         alive, detail = worker.live()
@@ -129,13 +140,62 @@ def test_transient_fault_in_the_middle_of_a_pipelined_batch(rig: ZkRig, case: st
     hit = [client.burst(request.burst) for request in plan.fired]
     # Mid-batch: requests of the same burst were issued before and after the faulted one,
     # so the adapter had to collect a failure from among the burst's other replies.
-    assert any(len(burst) > request.index for request, burst in zip(plan.fired, hit, strict=True))
+    assert all(len(burst) > request.index for request, burst in zip(plan.fired, hit, strict=True))
     failed = [i for burst in hit for i in burst if i.outcome not in ("ok", "unread")]
     assert failed, f"no request of the faulted bursts failed: {hit}"
     if case == "delete applied, reply lost":
         # Redone after the lost reply: found gone, and acked as such.
         lost = {rig.ledger_of(i.request.path) for i in client.faulted()}
         assert {i: recorder.of(i)[-1] for i in lost} == dict.fromkeys(lost, Outcome.ALREADY_GONE)
+
+
+def test_server_restarted_in_the_middle_of_a_batch(
+    private_zookeeper: ZooKeeperServer,
+    broker: EmbeddedBroker,
+    chroot: str,
+    namespace: NamespaceName,
+    tmp_path: Path,
+) -> None:
+    """The ZooKeeper server is stopped after the second delete of a burst was issued, and
+    started again: what is issued meanwhile (the rest of the burst, or its retry) waits for
+    the server, what was in flight is lost or answered; the batch is settled either way."""
+    down, back = threading.Event(), threading.Event()
+    during: list[Request] = []
+
+    def restart() -> None:
+        private_zookeeper.start()
+        back.set()
+
+    restarting = threading.Thread(target=restart)
+
+    def stop_then_restart(client: FaultyKazoo, request: Request, send: Callable[[], Any]) -> Any:
+        reply = send()
+        private_zookeeper.stop()
+        down.set()
+        restarting.start()
+        return reply
+
+    once = Times(lambda r: r.op == "delete" and r.index == 2, stop_then_restart)
+
+    def plan(request: Request) -> Fault | None:
+        if down.is_set() and not back.is_set():
+            during.append(request)
+        return once(request)
+
+    recorder = Recorder()
+    with planted(private_zookeeper, broker, chroot, namespace, tmp_path) as rig:
+        worker, _ = rig.worker(plan, recorder, SETTINGS, backlog=BACKLOG)
+        try:
+            rig.wait_gone(rig.released)
+            alive, detail = worker.live()
+        finally:
+            worker.stop()
+            restarting.join(60)
+        rig.assert_referenced_intact()
+        assert_every_message_settled(rig, recorder)
+    assert alive, detail
+    assert len(once.fired) == 1
+    assert during, "nothing was issued while the server was down"
 
 
 @pytest.mark.parametrize("how", ["its reads keep failing", "its znode is corrupt"])
@@ -152,7 +212,7 @@ def test_one_bad_ledger_in_a_batch_holds_back_no_other(rig: ZkRig, how: str) -> 
         rig.znodes.client.set(path, b"not ledger metadata")
         overrides["max_reconsume_times_of_two_phase_deletion"] = 2
     recorder = Recorder()
-    worker, client = rig.worker(plan, recorder, {**SETTINGS, **overrides})
+    worker, client = rig.worker(plan, recorder, {**SETTINGS, **overrides}, backlog=BACKLOG)
     try:
         rig.wait_gone(rig.released - {bad})
         recorder.wait_for(lambda _: Outcome.RECONSUMED in recorder.of(bad))
@@ -187,7 +247,7 @@ def test_crash_after_part_of_a_batch_was_applied(rig: ZkRig, op: str) -> None:
     applied the first two: nothing was acked, so a new worker gets the whole batch again."""
     plan = Times(lambda r: r.op == op and r.index == 3, crash_after_applied)
     first_results = Recorder()
-    first, client = rig.worker(plan, first_results, SETTINGS)
+    first, client = rig.worker(plan, first_results, SETTINGS, backlog=BACKLOG)
     try:
         wait_until(lambda: not first.live()[0], 60, "the crash")
     finally:
@@ -238,7 +298,7 @@ def test_ledger_changed_between_batch_read_and_batch_delete_is_not_deleted(
             seen.append((result.outcome, result.reason, rig.znodes.client.exists(path) is not None))
         recorder(result)
 
-    worker, client = rig.worker(plan, observe, SETTINGS)
+    worker, client = rig.worker(plan, observe, SETTINGS, backlog=BACKLOG)
     try:
         rig.wait_gone(rig.released - {victim})
         final = Outcome.DELETED if change == "rewritten" else Outcome.ARCHIVED

@@ -42,7 +42,7 @@ from ..harness.process import wait_until
 from ..harness.zookeeper import ZooKeeperServer
 from .support import scaled
 from .zk_faults import Fault, FaultyKazoo, Request, refused
-from .zk_rig import FakeClock, ZkRig, zk_rig
+from .zk_rig import FakeClock, ZkRig, wait_outcomes, zk_rig
 
 pytestmark = pytest.mark.timeout(scaled(120, 600))
 
@@ -51,6 +51,7 @@ SKEW = 10  # clockSkewAllowanceSecondsOfTwoPhaseDeletion
 LONG_MS = 600_000  # a DELAY_TIME above the floor: honoured
 # DELAY_TIME values none of which may bring a message forward of the floor.
 SHORT = [None, "0", "1000", "-5000", "soon", str(FLOOR * 1000)]
+DONE = (Outcome.DELETED,)
 SETTINGS: dict[str, object] = {
     "send_delay_seconds_of_two_phase_deletion": FLOOR,
     "clock_skew_allowance_seconds_of_two_phase_deletion": SKEW,
@@ -160,10 +161,6 @@ def early(
         yield Early(rig, namespace, clock, Stamps(clock))
 
 
-def outcomes(ledgers: set[int], *recorders: Recorder) -> dict[int, list[Outcome]]:
-    return {i: [o for r in recorders for o in r.of(i)] for i in sorted(ledgers)}
-
-
 def deleted_once(ledgers: set[int]) -> dict[int, list[Outcome]]:
     return {i: [Outcome.DELETED] for i in sorted(ledgers)}
 
@@ -200,7 +197,7 @@ def test_nothing_is_acted_on_before_its_due_time(early: Early, ahead: int) -> No
     early.assert_none_before(short_due, short)
     early.assert_none_before(long_due, long)
     early.rig.assert_referenced_intact()
-    assert outcomes(everything, results) == deleted_once(everything)
+    assert wait_outcomes(everything, results, final=DONE) == deleted_once(everything)
 
 
 def test_a_full_gate_hands_messages_back_and_acts_on_none_early(early: Early) -> None:
@@ -232,7 +229,9 @@ def test_a_full_gate_hands_messages_back_and_acts_on_none_early(early: Early) ->
 
     early.assert_none_before(due, ledgers)
     early.rig.assert_referenced_intact()
-    assert outcomes(ledgers, first_results, second_results) == deleted_once(ledgers)
+    assert wait_outcomes(ledgers, first_results, second_results, final=DONE) == deleted_once(
+        ledgers
+    )
 
 
 def test_held_messages_survive_a_worker_restart_and_still_wait(early: Early) -> None:
@@ -262,7 +261,9 @@ def test_held_messages_survive_a_worker_restart_and_still_wait(early: Early) -> 
     early.assert_none_before(short_due, short)
     early.assert_none_before(early.start + LONG_MS / 1000 + SKEW, long)
     early.rig.assert_referenced_intact()
-    assert outcomes(everything, first_results, second_results) == deleted_once(everything)
+    assert wait_outcomes(everything, first_results, second_results, final=DONE) == deleted_once(
+        everything
+    )
 
 
 class InjectedBugError(Exception):
@@ -313,5 +314,5 @@ def test_handler_failures_while_messages_are_held(early: Early, failure: str) ->
     early.assert_none_before(early.start + FLOOR + SKEW, short)
     early.assert_none_before(early.start + LONG_MS / 1000 + SKEW, long)
     early.rig.assert_referenced_intact()
-    final = {i: outcomes({i}, earlier, results)[i][-1] for i in sorted(short | long)}
-    assert final == dict.fromkeys(sorted(short | long), Outcome.DELETED)
+    recorders = (earlier, results) if earlier is not results else (results,)
+    wait_outcomes(short | long, *recorders, final=DONE)

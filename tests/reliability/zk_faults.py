@@ -213,6 +213,11 @@ class LedgerZnodes:
         self.client.start(timeout=15)
 
     def paths(self) -> dict[int, str]:
+        # kazoo's own retry: a walk cut short by a server restart starts again once it is back.
+        found: dict[int, str] = self.client.retry(self._walk)
+        return found
+
+    def _walk(self) -> dict[int, str]:
         found: dict[int, str] = {}
         stack = ["/ledgers"]
         while stack:

@@ -11,17 +11,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from consumers.handler import HandlingResult
+from consumers.handler import HandlingResult, Outcome
 from consumers.worker import DeletionWorker
 from deletion.clock import EpochSeconds, WallClock, wall_clock
 from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.stores.zookeeper import ZooKeeperMetadataStore
 from ledger_janitor.embedded import EmbeddedBroker
 
-from ..harness.janitor import JanitorFactory, zookeeper_backend
+from ..harness.janitor import JanitorFactory, Recorder, zookeeper_backend
 from ..harness.process import wait_until
 from ..harness.zookeeper import ZooKeeperServer
-from .zk_faults import FaultyKazoo, LedgerZnodes, Plan
+from .zk_faults import Fault, FaultyKazoo, LedgerZnodes, Plan, Request
 
 
 @dataclass
@@ -41,16 +41,29 @@ class ZkRig:
         on_result: Callable[[HandlingResult], None],
         settings: dict[str, object],
         clock: WallClock = wall_clock,
+        backlog: int = 0,
     ) -> tuple[DeletionWorker, FaultyKazoo]:
-        """A started worker whose ledger store (only) talks through a FaultyKazoo."""
+        """A started worker whose ledger store (only) talks through a FaultyKazoo.
+
+        With a `backlog`, its first ledger read waits until it has received that many
+        messages: its queue of due messages is then full, so its next batch is too."""
+        ready = threading.Event()
+
+        def held(request: Request) -> Fault | None:
+            assert ready.wait(30), "no backlog"
+            return plan(request)
+
         side = self.janitor.sidecar(**settings)
-        client = FaultyKazoo(self.hosts, plan, timeout=10)
+        client = FaultyKazoo(self.hosts, held, timeout=10)
         client.start(timeout=15)
         side.ledgers = BookKeeperLedgerStorage(ZooKeeperMetadataStore(client, owns_client=True))
         side.closer.callback(side.ledgers.close)
         worker = side.worker(clock, on_result=on_result, refresh_interval_seconds=0.2)
         worker.start()
         self.workers.append(worker)
+        if backlog:
+            wait_until(lambda: worker.stats.received >= backlog, 30, "a backlog")
+        ready.set()
         return worker, client
 
     def wait_gone(self, ledgers: set[int], timeout: float = 60.0) -> None:
@@ -73,6 +86,26 @@ class ZkRig:
     def assert_referenced_intact(self) -> None:
         missing = sorted(self.referenced - self.znodes.ids())
         assert missing == [], f"referenced ledgers deleted: {missing}"
+
+
+def outcomes(ledgers: set[int], *recorders: Recorder) -> dict[int, list[Outcome]]:
+    return {i: [o for r in recorders for o in r.of(i)] for i in sorted(ledgers)}
+
+
+def wait_outcomes(
+    ledgers: set[int], *recorders: Recorder, final: tuple[Outcome, ...], timeout: float = 30.0
+) -> dict[int, list[Outcome]]:
+    """Every ledger's outcomes, once the last of each is one of `final`. A batch's results
+    are recorded after its deletes and acks, so a ledger is gone a moment before."""
+
+    def done() -> bool:
+        return all(found and found[-1] in final for found in outcomes(ledgers, *recorders).values())
+
+    try:
+        wait_until(done, timeout, "outcomes")
+    except AssertionError:
+        raise AssertionError(f"not settled: {outcomes(ledgers, *recorders)}") from None
+    return outcomes(ledgers, *recorders)
 
 
 @contextmanager
