@@ -121,6 +121,8 @@ TRANSIENT: dict[str, tuple[str, Callable[[ZkRig], Fault], int]] = {
 
 @pytest.mark.parametrize("case", TRANSIENT)
 def test_transient_fault_in_the_middle_of_a_pipelined_batch(rig: ZkRig, case: str) -> None:
+    """The batch is retried, or redone one ledger at a time, or handed back and delivered
+    again; a delete applied whose reply was lost is found gone the next time."""
     op, make, times = TRANSIENT[case]
     # From the second full batch on, its second request or later: an earlier one of the
     # same batch is in flight, and more will follow it.
