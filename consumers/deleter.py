@@ -79,22 +79,16 @@ class LedgerDeleter:
         for i in ready:
             info = batch[i].info
             record = records[info.ledger_id]
-            if isinstance(record, JanitorError):
-                decisions[i] = _unknown(record)
+            decisions[i] = self._cleared(info, record, decisions[i])
+            if decisions[i].verdict is not Verdict.DELETE:
                 continue
-            if decisions[i].needs_age:
-                decisions[i] = self._aged(info, record)
-                if decisions[i].verdict is not Verdict.DELETE:
-                    continue
             if info.ledger_type is LedgerType.OFFLOAD_LEDGER:
-                decisions[i] = self._delete_offloaded(info, record, dry_run)
-            elif record is None:
+                decisions[i] = self._delete_offloaded(info, dry_run)
+            elif not isinstance(record, LedgerRecord):  # cleared, so it is gone
                 decisions[i] = _deleted(info, Deletion.GONE)
-            else:
-                decisions[i] = check_ownership(info, record)
-                if decisions[i].verdict is Verdict.DELETE and not dry_run:
-                    versions[info.ledger_id] = record.version
-                    deleting.setdefault(info.ledger_id, []).append(i)
+            elif not dry_run:
+                versions[info.ledger_id] = record.version
+                deleting.setdefault(info.ledger_id, []).append(i)
         outcomes = self._delete(versions)
         for ledger_id, settled in deleting.items():
             first, *duplicates = settled
@@ -123,11 +117,20 @@ class LedgerDeleter:
         snapshot = self._retry.call(lambda: self.in_use.lookup(topic, fresh_after))
         return decide_in_use(info, snapshot, due)
 
-    def _aged(self, info: PendingDeleteLedgerInfo, record: LedgerRecord | None) -> Decision:
-        """The grace rule on the ledger's creation time. A ledger whose BookKeeper metadata
-        is already gone can no longer be opened, so no broker can ever record it: its age
-        does not matter (what is left is at most an offloaded copy)."""
+    def _cleared(self, info: PendingDeleteLedgerInfo, record: Record, ruling: Decision) -> Decision:
+        """The checks on the ledger's own record: readable, owned by the message's topic
+        (a mismatch is archived at once), and old enough where the snapshot needs that."""
+        if isinstance(record, JanitorError):
+            return _unknown(record)
+        if record is not None:
+            owned = check_ownership(info, record)
+            if owned.verdict is not Verdict.DELETE:
+                return owned
+        if not ruling.needs_age:
+            return ruling
         if record is None:
+            # BookKeeper metadata gone: the ledger can no longer be opened, so no broker can
+            # ever record it, whatever its age (what is left is at most an offloaded copy).
             return Decision(Verdict.DELETE, f"ledger {info.ledger_id} is gone from BookKeeper")
         return decide_age(info.ledger_id, record.ctime_ms, self._clock(), self._margins)
 
@@ -157,15 +160,9 @@ class LedgerDeleter:
                 results[ledger_id] = exc
         return results
 
-    def _delete_offloaded(
-        self, info: PendingDeleteLedgerInfo, record: LedgerRecord | None, dry_run: bool
-    ) -> Decision:
-        """Delete the offloaded copy. If the BookKeeper copy still exists, it must be this
-        topic's, as for any ledger; the offload context itself must name this ledger."""
-        if record is not None:
-            owned = check_ownership(info, record)
-            if owned.verdict is not Verdict.DELETE:
-                return owned
+    def _delete_offloaded(self, info: PendingDeleteLedgerInfo, dry_run: bool) -> Decision:
+        """Delete the offloaded copy (a BookKeeper copy, if any, was checked like any
+        ledger's); the offloaded objects must name this ledger and topic themselves."""
         offload, context = self._offload, info.ledger_info
         assert offload is not None and context is not None  # checked in _checked and decode
         if dry_run:

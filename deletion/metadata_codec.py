@@ -104,11 +104,25 @@ def decompress_payload(
             return zlib.decompressobj().decompress(body, size + 1)
         if compression == CompressionType.ZSTD:
             return _zstd_at_most(body, size + 1)
-        if compression == CompressionType.SNAPPY:  # raw Snappy: output at most ~21x the input
+        if compression == CompressionType.SNAPPY:
+            # Raw Snappy starts with its own length and is decoded whole: a lying header would
+            # otherwise be found out only after the whole (up to ~21x larger) output exists.
+            if _snappy_length(body) != size:
+                raise DecodeError(f"Snappy payload declares {_snappy_length(body)} bytes")
             return bytes(cramjam.snappy.decompress_raw(body))
     except Exception as exc:
         raise DecodeError(f"{where}: {CompressionType.Name(compression)} payload: {exc}") from exc
     raise DecodeError(f"{where}: unknown compression type {compression}")
+
+
+def _snappy_length(body: bytes) -> int:
+    """The uncompressed length a raw Snappy block starts with (a varint of at most 32 bits)."""
+    length = 0
+    for index, byte in enumerate(body[:5]):
+        length |= (byte & 0x7F) << (7 * index)
+        if not byte & 0x80:
+            return length
+    raise DecodeError("Snappy payload has no valid length prefix")
 
 
 def _zstd_at_most(body: bytes, limit: int) -> bytes:

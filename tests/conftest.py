@@ -5,6 +5,7 @@ Each test gets its own ZooKeeper chroot, SQLite file and Pulsar tenant.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +18,17 @@ from ledger_janitor.embedded import EmbeddedBroker
 from .harness.janitor import Backend, JanitorFactory, sqlite_backend, zookeeper_backend
 from .harness.zookeeper import ZooKeeperServer
 
+# A ZooKeeper someone else runs and stops (bench/mutation.py shares one across its forked
+# test runs, so that a run killed on a time-out leaves no server behind).
+EXTERNAL_ZOOKEEPER_ENV = "LEDGER_JANITOR_TEST_ZOOKEEPER"
+
 
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    external = os.environ.get(EXTERNAL_ZOOKEEPER_ENV)
+    if external:
+        yield ZooKeeperServer.running_at(external)
+        return
     server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
     yield server
     server.stop()

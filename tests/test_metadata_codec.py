@@ -65,6 +65,16 @@ def test_a_header_that_lies_about_the_size_is_refused(
             unwrap(b"\x47\x78" + len(header).to_bytes(4, "big") + header + body, "x")
 
 
+def test_snappy_is_refused_on_its_own_length_prefix_before_decoding() -> None:
+    """Raw Snappy cannot stop early: the length it starts with is checked first."""
+    snappy = CompressionType.SNAPPY
+    body = wrap(b"\0" * 1000, snappy)[11:]
+    metadata = ManagedLedgerInfoMetadata(compressionType=snappy, uncompressedSize=99)
+    header = metadata.SerializeToString()
+    with pytest.raises(DecodeError, match="declares 1000 bytes"):
+        unwrap(b"\x47\x78" + len(header).to_bytes(4, "big") + header + body, "x")
+
+
 @given(st.binary(max_size=300))
 @settings(max_examples=300, deadline=None)
 def test_hostile_bytes_after_the_magic_only_raise_decode_error(tail: bytes) -> None:

@@ -4,11 +4,13 @@ referenced ledger deletable. Real broker, real ZooKeeper or SQLite, real ledger 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 import pytest
+import zstandard
 
 from consumers.handler import Outcome
 from cursor import (
@@ -23,10 +25,15 @@ from cursor import (
 )
 from cursor.errors import RotationError
 from cursor.metadata import CursorMetadata
+from deletion.clock import EpochSeconds
 from deletion.decision import Verdict, decide_in_use
 from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.ports import ANY_VERSION, MetadataStore, Stat
-from deletion.proto.ml_data_formats_pb2 import CompressionType
+from deletion.proto.ml_data_formats_pb2 import (
+    CompressionType,
+    ManagedCursorInfo,
+    ManagedLedgerInfo,
+)
 from deletion.pulsar_metadata import ManagedLedgerWriter, MetadataInUseLedgers
 from ledger_janitor.errors import EnqueueError, TransientMetadataError
 
@@ -59,18 +66,46 @@ def referenced_ledger(env: CursorEnv, name: str) -> int:
     return found[0].cursors_ledger_id
 
 
+def _plain(data: bytes) -> bytes:
+    """Undo Pulsar's 0x4778 header, ZSTD being the only codec these tests store with."""
+    if not data.startswith(b"\x47\x78"):
+        return data
+    (header_size,) = struct.unpack_from(">i", data, 2)
+    return zstandard.ZstdDecompressor().decompress(data[6 + header_size :])
+
+
+def referenced_by_raw_metadata(env: CursorEnv) -> set[int]:
+    """The ledgers the topic's znodes name, parsed here with the protobuf classes alone: the
+    test's own ground truth, not the product's in-use reader."""
+    store, path = env.backend.metadata, f"/managed-ledgers/{env.topic.managed_ledger_name}"
+    node = store.get(path)
+    found: set[int] = set()
+    if node is not None:
+        found.update(
+            li.ledgerId for li in ManagedLedgerInfo.FromString(_plain(node.data)).ledgerInfo
+        )
+        for child in store.children(path):
+            cursor_node = store.get(f"{path}/{child}")
+            if cursor_node is not None:
+                found.add(ManagedCursorInfo.FromString(_plain(cursor_node.data)).cursorsLedgerId)
+    return found
+
+
 def assert_nothing_referenced_is_deletable(
     env: CursorEnv, recorders: list[RecordingDeletions]
 ) -> None:
-    """Phase two's own rule on every pending deletion sent so far, against the metadata now."""
+    """Every pending deletion sent so far whose ledger the metadata still names: the ledger
+    exists, and phase two's rule refuses it on a snapshot of the metadata now."""
+    referenced = referenced_by_raw_metadata(env)
     snapshot = MetadataInUseLedgers(env.backend.metadata).fetch(env.topic)
     for recorder in recorders:
         for info in recorder.enqueued:
             assert info.ledger_component is LedgerComponent.MANAGED_CURSOR
             assert info.ledger_type is LedgerType.LEDGER and info.topic_name == env.topic
-            if info.ledger_id in snapshot.ledger_ids:
-                assert decide_in_use(info, snapshot).verdict is Verdict.RECONSUME
+            if info.ledger_id in referenced:
                 assert env.ledgers.ledger(info.ledger_id) is not None
+                decision = decide_in_use(info, snapshot, EpochSeconds(0.0))
+                assert decision.verdict is Verdict.RECONSUME
 
 
 @pytest.fixture
@@ -131,14 +166,14 @@ def test_a_failed_metadata_update_enqueues_the_new_ledger_and_keeps_the_old(
     assert deletions.ledger_ids == [old, rotation.new_ledger]
     snapshot = MetadataInUseLedgers(cursor_env.backend.metadata).fetch(cursor_env.topic)
     old_info, new_info = deletions.enqueued
-    assert decide_in_use(old_info, snapshot).referenced
+    assert decide_in_use(old_info, snapshot, EpochSeconds(0.0)).referenced
     assert new_info.ledger_id not in snapshot.ledger_ids
     # Once the topic has rolled a newer data ledger, phase two may delete the abandoned one.
     newer = cursor_env.ledgers.create_ledger({})
     ManagedLedgerWriter(cursor_env.backend.metadata).write(cursor_env.topic, [newer], version=0)
     snapshot = MetadataInUseLedgers(cursor_env.backend.metadata).fetch(cursor_env.topic)
-    assert decide_in_use(old_info, snapshot).verdict is Verdict.RECONSUME
-    assert decide_in_use(new_info, snapshot).verdict is Verdict.DELETE
+    assert decide_in_use(old_info, snapshot, EpochSeconds(0.0)).verdict is Verdict.RECONSUME
+    assert decide_in_use(new_info, snapshot, EpochSeconds(0.0)).verdict is Verdict.DELETE
     # The znode still names our ledger: the cursor takes its version and the next one works.
     assert not cursor.fenced and cursor.rotate().outcome is RotationOutcome.SWITCHED
 

@@ -13,6 +13,7 @@ from ledger_janitor import logs
 from ledger_janitor.embedded import EmbeddedBroker
 
 from ..harness.zookeeper import ZooKeeperServer
+from .sandbox import Sandbox
 from .support import kill_leftovers
 
 
@@ -28,6 +29,13 @@ def private_zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
     server = ZooKeeperServer(tmp_path / "private-zookeeper").start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    """Decodes each input in a fresh process and reports its memory (sandbox.py)."""
+    with Sandbox() as worker:
+        yield worker
 
 
 @pytest.fixture(autouse=True)

@@ -43,7 +43,7 @@ from consumers.handler import DeletionHandler
 from consumers.reconsume import Reconsumer, RetryPolicy
 from deletion import message
 from deletion import message_properties as props
-from deletion.decision import pulsar_custom_metadata
+from deletion.decision import SafetyMargins, pulsar_custom_metadata
 from deletion.in_use import InUseLedgersCache
 from deletion.ledgers.sqlite import SqliteLedgerStorage
 from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
@@ -302,9 +302,9 @@ class Protocol(RuleBasedStateMachine):
             cache,
             Storage(self.storage, trap, self.faults),
             reconsumer,
-            send_delay_seconds=DELAY,
+            SafetyMargins(send_delay=DELAY, clock_skew=0, min_ledger_age=0),
             retry=TransientRetry(attempts=3, sleep=lambda _: None),
-            clock=self.clock,
+            clock=self.clock,  # type: ignore[arg-type]
         )
 
     def _new_ledger(self, topic: TopicName, component: LedgerComponent) -> int:

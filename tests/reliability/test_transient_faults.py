@@ -207,7 +207,7 @@ def start_worker(janitor: JanitorFactory, faults: Faults) -> tuple[DeletionWorke
         side.client,
         side.handler(),
         side.namespaces,
-        WorkerSettings(parallelism=4, send_delay_seconds=0, nack_delay_ms=100),
+        WorkerSettings(parallelism=4, nack_delay_ms=100),
         on_result=recorder,
     )
     faults.armed = False
