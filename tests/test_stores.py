@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -470,3 +471,23 @@ def test_a_short_batch_answer_fails_instead_of_pairing_outcomes_wrongly(zk: Back
         short.ledgers(ids)
     with pytest.raises(ValueError, match="zip"):
         short.delete_ledgers(dict.fromkeys(ids, ANY_VERSION))
+
+
+def test_a_zookeeper_outage_that_never_ends_fails_a_batch_instead_of_hanging(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """kazoo queues requests while it reconnects; the store must not wait for ever."""
+    server = ZooKeeperServer(tmp_path_factory.mktemp("outage")).start()
+    store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{server.hosts}"), timeout=1.0)
+    try:
+        store.create("/ledgers/00/0000/L0001", b"x")
+        server.stop()
+        started = time.monotonic()
+        with pytest.raises(TransientMetadataError):
+            store.get_many(["/ledgers/00/0000/L0001", "/ledgers/00/0000/L0002"])
+        with pytest.raises(TransientMetadataError):
+            store.delete_many([("/ledgers/00/0000/L0001", 0)])
+        assert time.monotonic() - started < 20
+    finally:
+        server.stop()
+        store.close()
