@@ -33,7 +33,8 @@ from ledger_janitor.embedded import EmbeddedBroker
 from ..harness.janitor import Recorder
 from ..harness.process import wait_until
 from ..harness.zookeeper import ZooKeeperServer
-from .support import build_scenario, scaled
+from .scenario import build_scenario
+from .support import scaled
 from .zk_faults import (
     Fault,
     FaultyKazoo,
@@ -79,13 +80,14 @@ def planted(
     namespace: NamespaceName,
     tmp_path: Path,
 ) -> Iterator[ZkRig]:
-    """Two topics, each with released (enqueued) ledgers and two it keeps, and a cursor."""
+    """Two topics, each with released (enqueued) ledgers and two it keeps, cursors and a
+    schema (scenario.py)."""
     with zk_rig(zookeeper, broker, chroot, tmp_path) as made:
         producer = made.janitor.sidecar(**SETTINGS)
         backend = made.janitor.backend
         scenario = build_scenario(backend, producer, [namespace], 2, RELEASED_PER_TOPIC)
         made.released = scenario.released
-        made.referenced = set().union(*(seeded.referenced() for seeded in scenario.topics))
+        made.referenced = scenario.truth.referenced()
         made.paths = made.znodes.paths()
         assert made.released | made.referenced == set(made.paths), "planting went wrong"
         yield made
