@@ -8,6 +8,7 @@ read from BookKeeper's `/ledgers` tree with kazoo: never through the product's r
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 import pulsar
@@ -103,7 +104,7 @@ def test_sidecar_deletes_exactly_the_unreferenced_ledgers_of_a_pulsar_cluster(
             released = seeded.ledgers[:2]
             sidecar.phase_one.enqueue_then_commit(
                 [pending(seeded.topic, i) for i in released],
-                lambda o=owner, t=seeded.topic, r=released: o.release(t, r),
+                partial(owner.release, seeded.topic, released),
             )
             expected_deleted |= set(released)
         old_cursor = small.rotate_cursor(partitions[1].topic, "sub")

@@ -66,7 +66,7 @@ class ZooKeeperLedgers:
 
     def alive(self) -> set[int]:
         found: set[int] = set()
-        stack = [
+        stack: list[tuple[str, ...]] = [
             (name,) for name in self._children(self._root) if name.isdigit() and len(name) in (2, 3)
         ]
         while stack:

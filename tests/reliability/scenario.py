@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 from deletion.message import LedgerComponent
 from deletion.topics import NamespaceName, TopicName
@@ -108,7 +109,7 @@ def build_scenario(
             unreleased = seeded.ledgers[released_per_topic : count - kept_per_topic]
             sidecar.phase_one.enqueue_then_commit(
                 [pending(topic, i) for i in released],
-                lambda t=topic, r=released: truth.release(t, r),
+                partial(truth.release, topic, released),
             )
             crashed = [pending(topic, i) for i in unreleased]
             if unreleased:

@@ -19,6 +19,7 @@ import random
 import threading
 from collections import Counter
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +150,7 @@ def test_transient_failures_everywhere(
     for ledger_id in truth[attempts].ledgers[:-2]:
         try:
             flaky_phase_one.enqueue_then_commit(
-                [pending(attempts, ledger_id)], lambda i=ledger_id: truth.release(attempts, [i])
+                [pending(attempts, ledger_id)], partial(truth.release, attempts, [ledger_id])
             )
             scenario.released.add(ledger_id)
         except EnqueueError:
