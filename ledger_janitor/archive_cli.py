@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
@@ -24,6 +23,7 @@ from .cli_options import (
     Settings,
     sidecar_for,
 )
+from .console import plain_console
 from .errors import ConfigurationError
 
 archive_app = typer.Typer(
@@ -85,7 +85,7 @@ def list_command(
     if as_json:
         typer.echo(json.dumps([row.as_json() for row in rows]))
         return
-    Console().print(_table(rows, f"{len(rows)} archived"))
+    plain_console().print(_table(rows, f"{len(rows)} archived"))
 
 
 @archive_app.command("drain")
@@ -117,7 +117,7 @@ def drain_command(
     only = DrainFilter(reason=reason, component=component, limit=limit)
     with (
         sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar,
-        Progress(console=Console(stderr=True), transient=True) as progress,
+        Progress(console=plain_console(stderr=True), transient=True) as progress,
     ):
         task = progress.add_task(f"draining {target}", total=limit)
         settled = sidecar.archive_drain().drain(
@@ -146,8 +146,8 @@ def drain_command(
             outcome.value,
             why,
         )
-    Console().print(table)
-    Console().print(
+    plain_console().print(table)
+    plain_console().print(
         ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "nothing to drain"
     )
 

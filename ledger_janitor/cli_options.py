@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from config import CONFIG_FILE_ENV, LoadedConfiguration, load_configuration
 
@@ -18,8 +17,6 @@ from . import logs
 
 if TYPE_CHECKING:
     from .wiring import Sidecar
-
-err = Console(stderr=True)
 
 ConfigFile = Annotated[
     Path | None,
