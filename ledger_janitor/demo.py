@@ -86,7 +86,7 @@ def run_demo(workdir: Path | None, console: Console) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ledger-janitor-demo-") as tmp:
         root = workdir or Path(tmp)
         console.print(Text.assemble(("ledger-janitor demo", "bold"), f" in {root}"))
-        with EmbeddedBroker(root / "broker").start() as broker:
+        with EmbeddedBroker(root / "broker") as broker:
             config = demo_configuration(root, broker.service_url)
             sidecar = open_sidecar(config, client_log=root / "broker" / "client.log")
             try:
