@@ -12,7 +12,13 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from consumers.archive import ArchivedMessage, DrainFilter, Settled, list_archive
+from consumers.archive import (
+    ArchivedMessage,
+    DrainFilter,
+    Settled,
+    discover_archive_namespaces,
+    list_archive,
+)
 from deletion.topics import NamespaceName
 
 from .cli_options import (
@@ -78,14 +84,36 @@ def list_command(
     metadata_store: MetadataStoreOpt = None,
     broker_url: BrokerOpt = None,
 ) -> None:
-    """Show what is archived and why, without consuming it."""
+    """Show what is archived and why, without consuming it; without --namespace, in every
+    namespace that has a deletion or archive topic."""
     with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
-        namespaces = [NamespaceName.parse(namespace)] if namespace else sorted(sidecar.namespaces())
+        if namespace:
+            namespaces = [NamespaceName.parse(namespace)]
+        else:
+            found = {*sidecar.namespaces(), *discover_archive_namespaces(sidecar.metadata)}
+            namespaces = sorted(found)
         rows = [row for ns in namespaces for row in list_archive(sidecar.client, ns, wait)]
+        store = sidecar.config.metadata_store_url
     if as_json:
         typer.echo(json.dumps([row.as_json() for row in rows]))
         return
-    plain_console().print(_table(rows, f"{len(rows)} archived"))
+    console = plain_console()
+    if not namespaces:
+        console.print(
+            f"no namespace has a deletion or archive topic in {store}, and deletionNamespaces "
+            "is empty: pass --namespace tenant/namespace",
+            soft_wrap=True,
+        )
+        return
+    checked = ", ".join(map(str, namespaces))
+    if not rows:
+        console.print(f"nothing archived in {checked}", soft_wrap=True)
+        return
+    per_namespace = Counter(str(row.namespace) for row in rows)
+    title = f"{len(rows)} archived in {len(per_namespace)} of {len(namespaces)} namespaces"
+    console.print(_table(rows, title))
+    counts = ", ".join(f"{ns} {n}" for ns, n in sorted(per_namespace.items()))
+    console.print(f"archived per namespace: {counts}; checked: {checked}", soft_wrap=True)
 
 
 @archive_app.command("drain")

@@ -12,6 +12,8 @@ import socket
 from config import ServiceConfiguration, parse_store_url
 
 Address = tuple[str, int]
+# A host that is up answers a TCP connect in milliseconds; this only bounds a silent one.
+PROBE_SECONDS = 3.0
 DEFAULT_PORTS = {"pulsar://": 6650, "pulsar+ssl://": 6651}
 
 

@@ -21,14 +21,12 @@ from consumers.worker import DeletionWorker
 
 from .endpoint import OperationsEndpoint
 from .errors import BrokerError, LedgerStorageError, MetadataError
-from .reachability import unreachable
+from .reachability import PROBE_SECONDS, unreachable
 from .wiring import Sidecar, open_sidecar
 
 log = structlog.get_logger(__name__)
 FIRST_RETRY_SECONDS = 1.0
 MAX_RETRY_SECONDS = 30.0
-# A reachable host answers a TCP connect in milliseconds; this only bounds a silent one.
-PROBE_SECONDS = 3.0
 NO_NAMESPACE = (
     "no namespace to watch: set deletionNamespaces=tenant/namespace[,...], or let phase one "
     "register one (its first enqueue does); looking again every {every:g} s"
