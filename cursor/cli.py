@@ -111,8 +111,9 @@ def encode(
     max_entry_size: Annotated[
         int | None,
         typer.Option(
+            min=1,
             help="Chunk (PIP-381) into OUTPUT.0, OUTPUT.1, ... and OUTPUT.footer, numbered so "
-            "that OUTPUT.* lists them in order."
+            "that OUTPUT.* lists them in order.",
         ),
     ] = None,
 ) -> None:

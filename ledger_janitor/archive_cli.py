@@ -39,7 +39,8 @@ archive_app = typer.Typer(
 )
 NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", help="tenant/namespace.")]
 Wait = Annotated[
-    float, typer.Option(help="Seconds without a new message before the archive counts as read.")
+    float,
+    typer.Option(min=0, help="Seconds without a new message before the archive counts as read."),
 ]
 
 

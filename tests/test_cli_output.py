@@ -197,6 +197,24 @@ def test_chunk_files_are_numbered_so_a_shell_glob_reads_them_in_order(tmp_path: 
     assert json.loads(decoded.stdout)["acked"] == doc["acked"]
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("cursor", "encode", "in.json", "-o", "out", "--max-entry-size", "0"), "--max-entry-size"),
+        (("cursor", "encode", "in.json", "-o", "out", "--max-entry-size=-5"), "--max-entry-size"),
+        (("archive", "list", "--wait=-1"), "--wait"),
+        (("config", "show", "--set", "managedLedgerCursorMaxEntriesPerLedger=-1"), ">= 0"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else "",
+)
+def test_negative_counts_are_refused(args: tuple[str, ...], expected: str, tmp_path: Path) -> None:
+    (tmp_path / "in.json").write_text(json.dumps({"markDelete": {"ledgerId": 3, "entryId": 9}}))
+    result = invoke(*(str(tmp_path / a) if a in ("in.json", "out") else a for a in args))
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit | None), result.exception
+    assert expected in result.output and "Traceback" not in result.output
+
+
 def cli_process(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ledger_janitor", *args],
@@ -215,6 +233,16 @@ def test_the_entry_point_prints_config_and_errors() -> None:
     assert failed.returncode == 2
     assert failed.stderr.startswith("error: ") and "[/chroot]" in failed.stderr
     assert "Traceback" not in failed.stderr
+
+
+def test_a_boolean_is_read_as_java_reads_it_and_a_surprising_one_is_warned_about() -> None:
+    result = cli_process("config", "show", "--set", "twoPhaseDeletionEnabled=yes")
+    assert result.returncode == 0, result.stderr
+    assert "twoPhaseDeletionEnabled=false  (cli)" in result.stdout
+    assert (
+        "twoPhaseDeletionEnabled='yes' (from cli): read as false, as Pulsar reads it: "
+        "write true or false" in result.stderr
+    )
 
 
 def test_the_standalone_audit_entry_point_renders_help() -> None:
