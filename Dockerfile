@@ -8,6 +8,7 @@ COPY deletion deletion
 COPY producers producers
 COPY consumers consumers
 COPY cursor cursor
+COPY audit audit
 COPY ledger_janitor ledger_janitor
 RUN pip install --no-cache-dir . && rm -rf /root/.cache
 
