@@ -42,10 +42,17 @@ class EarlyDeliveryGate(Generic[T]):
         with self._changed:
             if self._closed:
                 return
-            timeout = max_wait
-            if self._heap:
-                timeout = min(max_wait, max(0.0, self._heap[0][0] - now()))
-            self._changed.wait(timeout)
+            self._changed.wait(self._time_to_next(now(), max_wait))
+
+    def time_to_next(self, now: float, max_wait: float) -> float:
+        """How long `wait_next` would wait at `now`: until the earliest item is due, capped."""
+        with self._changed:
+            return self._time_to_next(now, max_wait)
+
+    def _time_to_next(self, now: float, max_wait: float) -> float:
+        if not self._heap:
+            return max_wait
+        return min(max_wait, max(0.0, self._heap[0][0] - now))
 
     def close(self) -> list[T]:
         """Stop holding; return what was held so the caller can leave it unacked."""

@@ -22,6 +22,10 @@ from .harness.janitor import Backend, JanitorFactory, sqlite_backend, zookeeper_
 from .harness.leaks import SESSION_ENV, survivors
 from .harness.zookeeper import ZooKeeperServer
 
+# A ZooKeeper someone else runs and stops (bench/mutation.py shares one across its forked
+# test runs, so that a run killed on a time-out leaves no server behind).
+EXTERNAL_ZOOKEEPER_ENV = "LEDGER_JANITOR_TEST_ZOOKEEPER"
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # Inherited by every process the session starts, and by theirs: see harness/leaks.py.
@@ -48,6 +52,10 @@ def no_process_left_behind() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    external = os.environ.get(EXTERNAL_ZOOKEEPER_ENV)
+    if external:
+        yield ZooKeeperServer.running_at(external)
+        return
     server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
     yield server
     server.stop()

@@ -9,6 +9,7 @@ import pulsar
 from consumers.archive import DrainFilter, Settled, list_archive
 from deletion import message
 from deletion import message_properties as props
+from deletion.decision import pulsar_custom_metadata
 from deletion.message import LedgerComponent, PendingDeleteLedgerInfo
 from deletion.topics import NamespaceName, TopicName
 from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending
@@ -66,7 +67,9 @@ def test_unknown_or_stale_is_requeued_with_a_fresh_attempt_count(
     janitor: JanitorFactory, namespace: NamespaceName
 ) -> None:
     _, seeded = _seed(janitor, namespace, ledgers=2)
-    newer = janitor.backend.factory.create_ledger({})  # above every id the topic references
+    # Above every id the topic references, and young: the snapshot cannot vouch for it.
+    owner = pulsar_custom_metadata(seeded.topic, LedgerComponent.MANAGED_LEDGER)
+    newer = janitor.backend.factory.create_ledger(owner)
     sidecar = janitor.sidecar()
     _archive(sidecar, [pending(seeded.topic, newer)], "gave up: stale")
     peek = sidecar.client.subscribe(

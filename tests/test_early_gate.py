@@ -97,3 +97,16 @@ def test_wait_next_returns_at_once_when_something_is_already_due() -> None:
     gate.hold(5.0, "x")
     gate.wait_next(now=lambda: 10.0, max_wait=3600.0)
     assert gate.pop_due(now=10.0) == ["x"]
+
+
+def test_time_to_next_is_until_the_earliest_due_item_capped_by_max_wait() -> None:
+    gate: EarlyDeliveryGate[str] = EarlyDeliveryGate(capacity=10)
+    assert gate.time_to_next(now=100.0, max_wait=0.5) == 0.5  # nothing held
+    gate.hold(150.0, "late")
+    gate.hold(120.0, "early")  # held second, due first
+    assert gate.time_to_next(now=100.0, max_wait=60.0) == 20.0
+    assert gate.time_to_next(now=100.0, max_wait=5.0) == 5.0
+    assert gate.time_to_next(now=119.5, max_wait=5.0) == 0.5
+    assert gate.time_to_next(now=130.0, max_wait=5.0) == 0.0  # overdue: no wait at all
+    assert gate.pop_due(now=130.0) == ["early"]
+    assert gate.time_to_next(now=130.0, max_wait=60.0) == 20.0

@@ -330,6 +330,49 @@ def test_ledger_path(ledger_id: int, path: str) -> None:
     assert bk.ledger_path(ledger_id) == path
 
 
+@pytest.mark.parametrize(
+    "ledger_id", [0, 1, 9999, 10_000, 12345678, 2**31 - 2, 2**31 - 1, 2**63 - 1]
+)
+def test_ledger_id_of_reads_back_the_path(ledger_id: int) -> None:
+    assert bk.ledger_id_of(bk.ledger_path(ledger_id, "")) == ledger_id
+    assert bk.ledger_id_of(bk.ledger_path(ledger_id, "")[1:]) == ledger_id
+
+
+@given(st.integers(0, 2**63 - 1))
+def test_ledger_id_of_inverts_ledger_path(ledger_id: int) -> None:
+    assert bk.ledger_id_of(bk.ledger_path(ledger_id, "")) == ledger_id
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "",
+        "/",
+        "/00",
+        "/00/0000",
+        "/00/0000/0001",  # no L
+        "/00/0000/X0001",
+        "/00/0000/L00a1",
+        "/0/0000/L0001",  # widths 2-4-4 only
+        "/00/000/L0001",
+        "/00/0000/L001",
+        "/00/0000/L00001",
+        "/00/0000/L0001X",  # a stray character, not stripped away
+        "X/00/0000/L0001",
+        "/00/00000/L001",  # the right digit count, split wrongly
+        "/00/0000/L0001/extra",
+        "/00/0000/0000/L0001",
+        "/000/0000/0000/0000/0000",  # no L
+        "/000/0000/0000/0000/L000",
+        "/000/0000/0000/0000/L00000",
+        "/0000/0000/0000/0000/L000",
+        "/000/0000/0000/0000/L00-1",
+    ],
+)
+def test_ledger_id_of_refuses_what_names_no_ledger(relative: str) -> None:
+    assert bk.ledger_id_of(relative) is None
+
+
 def test_ledger_path_under_another_root() -> None:
     assert bk.ledger_path(1, "/chroot/ledgers") == "/chroot/ledgers/00/0000/L0001"
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +89,7 @@ class FakePool:
         self.sent: list[Sent] = []
         self.events = events
         self.fail_with: Exception | None = None
+        self.unanswered = False
 
     def send(
         self,
@@ -99,6 +102,8 @@ class FakePool:
         self.sent.append(Sent(topic, payload, dict(properties), key, delay_seconds))
         self.events.append(f"send {topic}")
         future: Future[Any] = Future()
+        if self.unanswered:
+            return future  # the broker never acknowledges
         if self.fail_with is not None:
             future.set_exception(self.fail_with)
         else:
@@ -287,6 +292,7 @@ def test_archive_keeps_bytes_and_properties_and_adds_the_reason(rig: Rig) -> Non
         props.ARCHIVE_REASON: "undecodable message",
         props.ARCHIVE_TIME: "1700000000250",
     }
+    assert rig.consumer.acked == [message]
     assert rig.events == [f"send {ARCHIVE_TOPIC}", "ack"]
 
 
@@ -294,4 +300,51 @@ def test_failed_archive_propagates_and_does_not_ack(rig: Rig) -> None:
     rig.pool.fail_with = BrokerError("archive unavailable")
     with pytest.raises(BrokerError):
         rig.reconsumer.archive(rig.consumer, FakeMessage(), NS, "mismatch")
+    assert rig.consumer.acked == []
+
+
+# --- sends the broker never acknowledges ------------------------------------------------------
+
+
+def _unanswered(rig: Rig, attempt: Callable[[Reconsumer], object]) -> BaseException | None:
+    """Run `attempt` with a short send timeout; what it raised, once it gave up waiting."""
+    rig.pool.unanswered = True
+    policy = RetryPolicy(delay_seconds=600, max_reconsume_times=10, send_timeout_seconds=0.05)
+    reconsumer = Reconsumer(rig.pool, policy, clock=lambda: NOW)  # type: ignore[arg-type]
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            attempt(reconsumer)
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    # Waiting without a bound would hold the message, unacked, for ever.
+    thread.join(30)
+    assert not thread.is_alive(), "still waiting for an acknowledgement that never comes"
+    return raised[0] if raised else None
+
+
+def test_an_unanswered_retry_send_times_out_and_does_not_ack(rig: Rig) -> None:
+    raised = _unanswered(rig, lambda r: r.reconsume_later(rig.consumer, FakeMessage(), NS, "x"))
+    assert isinstance(raised, FutureTimeoutError)
+    assert rig.consumer.acked == []
+    assert rig.events == [f"send {RETRY_TOPIC}"]
+
+
+def test_an_unanswered_archive_send_past_the_maximum_times_out_and_does_not_ack(
+    rig: Rig,
+) -> None:
+    message = FakeMessage(props={props.RECONSUME_TIMES: "10"})
+    raised = _unanswered(rig, lambda r: r.reconsume_later(rig.consumer, message, NS, "x"))
+    assert isinstance(raised, FutureTimeoutError)
+    assert rig.consumer.acked == []
+    assert rig.events == [f"send {ARCHIVE_TOPIC}"]
+
+
+def test_an_unanswered_archive_times_out_and_does_not_ack(rig: Rig) -> None:
+    raised = _unanswered(rig, lambda r: r.archive(rig.consumer, FakeMessage(), NS, "mismatch"))
+    assert isinstance(raised, FutureTimeoutError)
     assert rig.consumer.acked == []

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+import time
+from collections.abc import Iterator, Sequence
 
 import pytest
 
 from config import parse_store_url
 from deletion.ledgers import bookkeeper_metadata as bk
+from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.ledgers.sqlite import SqliteLedgerStorage
-from deletion.ports import ANY_VERSION, Deletion
+from deletion.ports import ANY_VERSION, Deletion, Node
 from deletion.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 from deletion.stores.zookeeper import ZooKeeperMetadataStore
 from ledger_janitor.embedded import free_port
@@ -134,14 +137,14 @@ def test_delete_with_the_right_version(backend: Backend) -> None:
 def test_delete_with_a_wrong_version_is_a_conflict(backend: Backend) -> None:
     backend.metadata.create("/a", b"")
     backend.metadata.set("/a", b"x")
-    with pytest.raises(VersionConflictError):
+    with pytest.raises(VersionConflictError, match=r"^/a is"):
         backend.metadata.delete("/a", 0)
     assert backend.metadata.get("/a") is not None
 
 
 def test_delete_with_children_is_a_metadata_error(backend: Backend) -> None:
     backend.metadata.create("/a/child", b"")
-    with pytest.raises(MetadataError) as info:
+    with pytest.raises(MetadataError, match=r"^/a has children") as info:
         backend.metadata.delete("/a")
     assert not isinstance(info.value, VersionConflictError)
     assert backend.metadata.get("/a") is not None
@@ -157,8 +160,12 @@ def test_recreate_after_delete_starts_at_version_zero(backend: Backend) -> None:
 
 @pytest.mark.parametrize("path", ["/a/../b", "/a/./b"])
 def test_relative_path_segments_are_a_metadata_error(backend: Backend, path: str) -> None:
-    with pytest.raises(MetadataError):
+    with pytest.raises(MetadataError, match=re.escape(path)):
         backend.metadata.get(path)
+    with pytest.raises(MetadataError, match=re.escape(path)):
+        backend.metadata.get_many([path, "/fine"])
+    with pytest.raises(MetadataError, match=re.escape(path)):
+        backend.metadata.delete_many([(path, ANY_VERSION), ("/fine", ANY_VERSION)])
 
 
 # --- LedgerStorage ---------------------------------------------------------------------------
@@ -260,6 +267,21 @@ def test_delete_many_says_how_each_ended(backend: Backend) -> None:
     )
     assert outcomes == [Deletion.DELETED, Deletion.GONE, Deletion.CHANGED]
     assert backend.metadata.children("/d") == ["kept", "moved"]
+
+
+def test_empty_batches_ask_nothing(backend: Backend) -> None:
+    assert backend.metadata.get_many([]) == []
+    assert backend.metadata.delete_many([]) == []
+    assert backend.ledgers.ledgers([]) == {}
+    assert backend.ledgers.delete_ledgers({}) == {}
+
+
+def test_a_batch_delete_of_a_node_with_children_fails_naming_it(backend: Backend) -> None:
+    backend.metadata.create("/d/parent/child", b"")
+    with pytest.raises(MetadataError, match="/d/parent") as info:
+        backend.metadata.delete_many([("/d/parent", ANY_VERSION)])
+    assert not isinstance(info.value, VersionConflictError)
+    assert backend.metadata.children("/d/parent") == ["child"]
 
 
 def test_batched_ledger_reads_and_deletes_match_single_ones(backend: Backend) -> None:
@@ -372,3 +394,100 @@ def test_zookeeper_store_with_chroot_on_a_dead_port_is_transient() -> None:
     url = parse_store_url(f"zk:127.0.0.1:{free_port()}/some/chroot")
     with pytest.raises(TransientMetadataError):
         ZooKeeperMetadataStore.connect(url, timeout=1.0)
+
+
+def test_zookeeper_failures_name_the_path(zk: Backend) -> None:
+    store = zk.metadata
+    assert isinstance(store, ZooKeeperMetadataStore)
+    store.client.stop()
+    with pytest.raises(TransientMetadataError, match="/x/one"):
+        store.get("/x/one")
+    with pytest.raises(TransientMetadataError, match="/x/one"):
+        store.delete("/x/one", 3)
+    with pytest.raises(TransientMetadataError, match="/x/one"):
+        store.get_many(["/x/one", "/x/two"])
+    with pytest.raises(TransientMetadataError, match="/x/one"):
+        store.delete_many([("/x/one", 3), ("/x/two", 4)])
+
+
+def _znode(custom: dict[str, bytes]) -> bytes:
+    metadata = LedgerMetadataFormat(quorumSize=1, ensembleSize=1, length=0)
+    for key, value in custom.items():
+        metadata.customMetadata.add(key=key, value=value)
+    return bk.encode_v3(metadata)
+
+
+def test_bookkeeper_storage_under_another_ledgers_root(zk: Backend) -> None:
+    """zkLedgersRootPath is configurable: every read, listing and delete stays under it."""
+    zk.metadata.create(bk.ledger_path(7), _znode({"at": b"default"}))
+    zk.metadata.create(bk.ledger_path(7, "/other/ledgers"), _znode({"at": b"other"}))
+    zk.metadata.create(bk.ledger_path(8, "/other/ledgers"), _znode({"at": b"other"}))
+    other = BookKeeperLedgerStorage(zk.metadata, root="/other/ledgers")
+    record = other.ledger(7)
+    assert record is not None and dict(record.custom_metadata) == {"at": b"other"}
+    assert sorted(other.ledger_ids()) == [7, 8]
+    assert other.delete_ledger(7, record.version) is True
+    assert other.delete_ledgers({8: ANY_VERSION}) == {8: Deletion.DELETED}
+    assert other.ledgers([7, 8]) == {7: None, 8: None}
+    default = zk.ledgers.ledger(7)
+    assert default is not None and dict(default.custom_metadata) == {"at": b"default"}
+
+
+def test_ledger_ids_walks_both_layouts_and_skips_bookkeepers_own_nodes(zk: Backend) -> None:
+    ids = [1, 2, 10_000, 2**31 - 2, 2**31 - 1, 2**40, 2**63 - 1]
+    for ledger_id in ids:
+        zk.metadata.create(bk.ledger_path(ledger_id), _znode({}))
+    for own in [
+        "/ledgers/LAYOUT",
+        "/ledgers/INSTANCEID",
+        "/ledgers/available/bookie-1:3181",
+        "/ledgers/idgen/ID-0000000042",
+        "/ledgers/cookies/bookie-1:3181",
+        "/ledgers/underreplication/ledgers/00/0000/L0003",
+        "/ledgers/00/0000/not-a-ledger",
+        "/ledgers/000/0000/0000/0000/L000/deeper/L0009",
+    ]:
+        zk.metadata.create(own, b"")
+    assert isinstance(zk.ledgers, BookKeeperLedgerStorage)
+    assert sorted(zk.ledgers.ledger_ids()) == ids
+
+
+class ShortAnswers(ZooKeeperMetadataStore):
+    """A store whose batches answer one outcome fewer than they were asked."""
+
+    def get_many(self, paths: Sequence[str]) -> list[Node | None]:
+        return super().get_many(paths)[:-1]
+
+    def delete_many(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
+        return super().delete_many(versions)[:-1]
+
+
+def test_a_short_batch_answer_fails_instead_of_pairing_outcomes_wrongly(zk: Backend) -> None:
+    store = zk.metadata
+    assert isinstance(store, ZooKeeperMetadataStore)
+    ids = [zk.factory.create_ledger(CUSTOM) for _ in range(2)]
+    short = BookKeeperLedgerStorage(ShortAnswers(store.client))
+    with pytest.raises(ValueError, match="zip"):
+        short.ledgers(ids)
+    with pytest.raises(ValueError, match="zip"):
+        short.delete_ledgers(dict.fromkeys(ids, ANY_VERSION))
+
+
+def test_a_zookeeper_outage_that_never_ends_fails_a_batch_instead_of_hanging(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """kazoo queues requests while it reconnects; the store must not wait for ever."""
+    server = ZooKeeperServer(tmp_path_factory.mktemp("outage")).start()
+    store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{server.hosts}"), timeout=1.0)
+    try:
+        store.create("/ledgers/00/0000/L0001", b"x")
+        server.stop()
+        started = time.monotonic()
+        with pytest.raises(TransientMetadataError):
+            store.get_many(["/ledgers/00/0000/L0001", "/ledgers/00/0000/L0002"])
+        with pytest.raises(TransientMetadataError):
+            store.delete_many([("/ledgers/00/0000/L0001", 0)])
+        assert time.monotonic() - started < 20
+    finally:
+        server.stop()
+        store.close()

@@ -4,6 +4,7 @@ producer pool."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -146,3 +147,42 @@ def test_producer_pool_is_bounded_and_closes_the_least_recently_used(
     finally:
         pool.close()
         client.close()
+
+
+class FakeClock:
+    """The worker's clock, moved only by the test."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_early_message_is_held_until_due_by_the_worker_clock(
+    embedded: JanitorFactory, namespace: NamespaceName
+) -> None:
+    """pulsar-lite delivers at once whatever the delay: the worker's own gate must hold the
+    message, unacked and unhandled, until its clock reaches publish time + delay."""
+    delay = 3600
+    clock = FakeClock(time.time())
+    seeder = TopicSeeder(embedded.backend.metadata, embedded.backend.factory)
+    seeded = seeder.seed(TopicName(namespace, "early"), ledgers=2)
+    target = seeded.ledgers[0]
+    sidecar = embedded.sidecar(send_delay_seconds_of_two_phase_deletion=delay)
+    sidecar.phase_one.enqueue_then_commit(
+        [pending(seeded.topic, target)], lambda: seeder.release(seeded, [target])
+    )
+    recorder = Recorder()
+    worker = sidecar.worker(clock=clock, on_result=recorder, refresh_interval_seconds=0.2)
+    worker.start()
+    try:
+        wait_until(lambda: worker.stats.held_early == 1, 15, "the message held by the gate")
+        assert recorder.results == []
+        assert embedded.backend.exists(target)
+        clock.now = time.time() + delay + 60  # past publish time + delay
+        recorder.wait_for(lambda rs: recorder.of(target) == [Outcome.DELETED])
+    finally:
+        worker.stop()
+    assert not embedded.backend.exists(target)
+    assert worker.stats.received == 1 and worker.stats.handed_back == 0

@@ -78,17 +78,17 @@ def _stat(zstat: Any) -> Stat:
     return Stat(version=zstat.version, ctime_ms=zstat.ctime, mtime_ms=zstat.mtime)
 
 
-def _read(reply: IAsyncResult) -> Node | None:
+def _read(reply: IAsyncResult, timeout: float) -> Node | None:
     try:
-        data, zstat = reply.get()
+        data, zstat = reply.get(timeout=timeout)
     except NoNodeError:
         return None
     return Node(bytes(data or b""), _stat(zstat))
 
 
-def _deleted(reply: IAsyncResult) -> Deletion:
+def _deleted(reply: IAsyncResult, timeout: float) -> Deletion:
     try:
-        reply.get()
+        reply.get(timeout=timeout)
     except NoNodeError:
         return Deletion.GONE
     except BadVersionError:
@@ -97,15 +97,22 @@ def _deleted(reply: IAsyncResult) -> Deletion:
 
 
 def _settle(
-    paths: Sequence[str], pending: Sequence[IAsyncResult], outcome: Callable[[IAsyncResult], T]
+    paths: Sequence[str],
+    pending: Sequence[IAsyncResult],
+    outcome: Callable[[IAsyncResult, float], T],
+    timeout: float,
 ) -> list[T]:
-    """Await every reply of a pipelined batch, then raise its first error, translated."""
+    """Await every reply of a pipelined batch, then raise its first error, translated.
+
+    Each wait is bounded: kazoo queues requests while it reconnects, so an outage that
+    never ends would otherwise hold the caller forever instead of failing it (transient).
+    """
     results: list[T] = []
     failure: JanitorError | None = None
     for path, reply in zip(paths, pending, strict=True):
         try:
             with _translated(path):
-                results.append(outcome(reply))
+                results.append(outcome(reply, timeout))
         except JanitorError as exc:
             failure = failure or exc
     if failure is not None:
@@ -114,9 +121,12 @@ def _settle(
 
 
 class ZooKeeperMetadataStore(MetadataStore):
-    def __init__(self, client: KazooClient, owns_client: bool = False) -> None:
+    def __init__(
+        self, client: KazooClient, owns_client: bool = False, reply_timeout: float = 30.0
+    ) -> None:
         self._client = client
         self._owns_client = owns_client
+        self._reply_timeout = reply_timeout
 
     @classmethod
     def connect(cls, url: StoreUrl, timeout: float = 15.0) -> ZooKeeperMetadataStore:
@@ -133,7 +143,7 @@ class ZooKeeperMetadataStore(MetadataStore):
                     bare.close()
             client = KazooClient(hosts=url.hosts + url.chroot, timeout=timeout, **options)
             client.start(timeout=timeout)
-        return cls(client, owns_client=True)
+        return cls(client, owns_client=True, reply_timeout=2 * timeout)
 
     @property
     def client(self) -> KazooClient:
@@ -141,7 +151,7 @@ class ZooKeeperMetadataStore(MetadataStore):
 
     def get(self, path: str) -> Node | None:
         with _translated(path):
-            return _read(self._client.get_async(path))
+            return _read(self._client.get_async(path), self._reply_timeout)
 
     def children(self, path: str) -> list[str]:
         with _translated(path):
@@ -177,13 +187,13 @@ class ZooKeeperMetadataStore(MetadataStore):
         """Pipelined: every request is sent before the first reply is awaited."""
         with _translated(paths[0] if paths else "/"):
             pending = [self._client.get_async(path) for path in paths]
-        return _settle(paths, pending, _read)
+        return _settle(paths, pending, _read, self._reply_timeout)
 
     def delete_many(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
         paths = [path for path, _ in versions]
         with _translated(paths[0] if paths else "/"):
             pending = [self._client.delete_async(path, version) for path, version in versions]
-        return _settle(paths, pending, _deleted)
+        return _settle(paths, pending, _deleted, self._reply_timeout)
 
     def _versioned(self, path: str, operation: Callable[[], Any]) -> Stat:
         with _translated(path):

@@ -15,10 +15,18 @@ JARS = (Path("/usr/share/java/zookeeper.jar"), Path("/usr/share/java/slf4j-simpl
 
 
 class ZooKeeperServer:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, port: int = 0) -> None:
         self.root = root
-        self.port = free_port()
+        self.port = port or free_port()
         self.process: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def running_at(cls, hosts: str) -> ZooKeeperServer:
+        """A server started elsewhere, on `127.0.0.1:port`; stopping it is left to its owner."""
+        host, _, port = hosts.rpartition(":")
+        if host != "127.0.0.1" or not port.isdigit():
+            raise ValueError(f"expected 127.0.0.1:port, got {hosts!r}")
+        return cls(Path(), int(port))
 
     @property
     def hosts(self) -> str:

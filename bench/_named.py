@@ -1,0 +1,168 @@
+"""Hand-written mutants: the faults a reviewer named that mutmut's operators cannot make
+(reordering statements, dropping a call, making a branch dead). Each is applied to a
+scratch copy and its tests must fail; a snippet that no longer matches is reported stale."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._mutmut import run_group, test_environment
+
+PYTEST = ("-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+@dataclass(frozen=True)
+class NamedMutant:
+    module: str  # the key of the module it belongs to in bench.mutation.MODULES
+    name: str
+    path: str
+    before: str
+    after: str
+    tests: tuple[str, ...]
+
+
+RETRY_SEND_THEN_ACK = """        future.result(timeout=self._policy.send_timeout_seconds)
+        consumer.acknowledge(message)
+        return None"""
+
+NAMED: tuple[NamedMutant, ...] = (
+    NamedMutant(
+        "reconsume",
+        "ack before the retry send succeeds",
+        "consumers/reconsume.py",
+        RETRY_SEND_THEN_ACK,
+        """        consumer.acknowledge(message)
+        future.result(timeout=self._policy.send_timeout_seconds)
+        return None""",
+        ("tests/test_reconsume.py",),
+    ),
+    NamedMutant(
+        "reconsume",
+        "retry send not awaited",
+        "consumers/reconsume.py",
+        RETRY_SEND_THEN_ACK,
+        """        consumer.acknowledge(message)
+        return None""",
+        ("tests/test_reconsume.py",),
+    ),
+    NamedMutant(
+        "reconsume",
+        "archive send not awaited",
+        "consumers/reconsume.py",
+        """        future.result(timeout=self._policy.send_timeout_seconds)
+
+    @staticmethod""",
+        """
+    @staticmethod""",
+        ("tests/test_reconsume.py",),
+    ),
+    NamedMutant(
+        "early",
+        "the early gate made a no-op (worker)",
+        "consumers/worker.py",
+        "        if due > self._clock():\n",
+        "        if False:\n",
+        ("tests/test_worker.py::test_an_early_message_is_held_until_due_by_the_worker_clock",),
+    ),
+    NamedMutant(
+        "early",
+        "the early gate releases everything held",
+        "consumers/early.py",
+        "while self._heap and self._heap[0][0] <= now:",
+        "while self._heap:",
+        ("tests/test_early_gate.py",),
+    ),
+    NamedMutant(
+        "bookkeeper",
+        "delete ignoring the version read (one ledger)",
+        "deletion/ledgers/bookkeeper.py",
+        "return self._store.delete(self._path(ledger_id), expected_version)",
+        "return self._store.delete(self._path(ledger_id))",
+        ("tests/test_stores.py",),
+    ),
+    NamedMutant(
+        "bookkeeper",
+        "delete ignoring the version read (batch)",
+        "deletion/ledgers/bookkeeper.py",
+        "[(self._path(i), versions[i]) for i in ids]",
+        "[(self._path(i), ANY_VERSION) for i in ids]",
+        ("tests/test_stores.py",),
+    ),
+    NamedMutant(
+        "zookeeper",
+        "delete ignoring the version read (one znode)",
+        "deletion/stores/zookeeper.py",
+        "self._client.delete(path, version=expected_version)",
+        "self._client.delete(path)",
+        ("tests/test_stores.py",),
+    ),
+    NamedMutant(
+        "zookeeper",
+        "delete ignoring the version read (pipelined batch)",
+        "deletion/stores/zookeeper.py",
+        "self._client.delete_async(path, version)",
+        "self._client.delete_async(path)",
+        ("tests/test_stores.py",),
+    ),
+    NamedMutant(
+        "zookeeper",
+        "a version conflict in a batch reported as gone",
+        "deletion/stores/zookeeper.py",
+        "    except BadVersionError:\n        return Deletion.CHANGED",
+        "    except BadVersionError:\n        return Deletion.GONE",
+        ("tests/test_stores.py",),
+    ),
+    NamedMutant(
+        "pulsar_metadata",
+        "a corrupt cursor value skipped",
+        "deletion/pulsar_metadata.py",
+        '            parse(info, node.data, f"{ml_path}/{cursor}")\n',
+        '            try:\n                parse(info, node.data, f"{ml_path}/{cursor}")\n'
+        "            except DecodeError:\n                continue\n",
+        ("tests/test_pulsar_metadata.py", "tests/test_metadata_codec.py"),
+    ),
+    NamedMutant(
+        "pulsar_metadata",
+        "the in-use reader ignoring cursor ledgers",
+        "deletion/pulsar_metadata.py",
+        "            ids.update(self._cursor_ledgers(ml_path))\n",
+        "",
+        ("tests/test_pulsar_metadata.py", "tests/test_metadata_codec.py"),
+    ),
+)
+
+
+def _pytest(scratch: Path, tests: Sequence[str], env: Mapping[str, str]) -> int:
+    argv = [sys.executable, "-m", "pytest", *PYTEST, *tests]
+    return run_group(argv, scratch, env, scratch / "named.log", timeout=900)
+
+
+def run_named(
+    mutants: Sequence[NamedMutant], scratch: Path, zookeeper: str | None
+) -> dict[str, str]:
+    """name -> killed, survived, stale (the snippet is gone) or error (tests fail unmutated)."""
+    # Bytecode is not cached: a mutant and its original can share a size and a second.
+    env = {**test_environment(scratch, zookeeper), "PYTHONDONTWRITEBYTECODE": "1"}
+    clean: dict[tuple[str, ...], int] = {}
+    verdicts: dict[str, str] = {}
+    for mutant in mutants:
+        target = scratch / mutant.path
+        original = target.read_text()
+        if original.count(mutant.before) != 1:
+            verdicts[mutant.name] = "stale"
+            continue
+        if mutant.tests not in clean:
+            clean[mutant.tests] = _pytest(scratch, mutant.tests, env)
+        if clean[mutant.tests] != 0:
+            verdicts[mutant.name] = "error"
+            continue
+        target.write_text(original.replace(mutant.before, mutant.after))
+        try:
+            code = _pytest(scratch, mutant.tests, env)
+        finally:
+            target.write_text(original)
+        verdicts[mutant.name] = "killed" if code == 1 else "survived" if code == 0 else "error"
+    return verdicts

@@ -1,0 +1,248 @@
+"""Faults inside ZooKeeper's pipelined batches, below our adapter, and a ground-truth view of
+the ledger znodes that reads the server directly.
+
+`FaultyKazoo` is a real kazoo client talking to a real server. Only its `get_async` and
+`delete_async` are intercepted, the two calls our adapter pipelines in `get_many` and
+`delete_many`: every request of a batch is issued before the first reply is awaited, so
+the requests issued between two awaits form one *burst*, and each knows its place in it.
+A plan picks, per request, a fault; the adapter's own pipelining and error collection run
+unchanged on whatever kazoo hands back.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import ConnectionLoss
+
+from deletion.ledgers import bookkeeper_metadata as bk
+from deletion.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+
+
+@dataclass(frozen=True)
+class Request:
+    op: str  # "get" or "delete"
+    path: str
+    index: int  # 1-based place in its burst
+    burst: int  # bursts of this client, counted from 1
+
+
+@dataclass
+class Issued:
+    request: Request
+    fault: str | None
+    outcome: str = "unread"  # "ok", the exception's name, or "unread"
+
+
+class Crash(BaseException):
+    """The worker dies here: nothing in the product may catch it."""
+
+
+Send = Callable[[], Any]  # issues the request for real; returns kazoo's async result
+Fault = Callable[["FaultyKazoo", Request, Send], Any]
+Plan = Callable[[Request], Fault | None]
+
+
+def refused(client: FaultyKazoo, request: Request, send: Send) -> Any:
+    """The request never leaves: as when the connection is already gone."""
+    reply = client.handler.async_result()
+    reply.set_exception(ConnectionLoss())
+    return reply
+
+
+def reply_lost(client: FaultyKazoo, request: Request, send: Send) -> Any:
+    """The server applies the request; its reply is lost on the way back."""
+    real, lost = send(), client.handler.async_result()
+    real.rawlink(lambda _: lost.set_exception(ConnectionLoss()))
+    return lost
+
+
+def connection_dropped(client: FaultyKazoo, request: Request, send: Send) -> Any:
+    """Issued; then the TCP connection breaks under whatever of the burst is in flight.
+    kazoo fails those with ConnectionLoss and reconnects on the same session."""
+    client.wait_connected()
+    reply = send()
+    client._connection._socket.shutdown(socket.SHUT_RDWR)
+    return reply
+
+
+def session_expired(server_hosts: str) -> Fault:
+    """Issued; then the session is closed from a second client that joins it, as the server
+    does when a partition outlasts the session time-out. kazoo starts a new session."""
+
+    def fault(client: FaultyKazoo, request: Request, send: Send) -> Any:
+        client.wait_connected()
+        reply = send()
+        session_id, password = client.client_id
+        twin = KazooClient(hosts=server_hosts, client_id=(session_id, password))
+        twin.start(timeout=15)
+        twin.stop()
+        twin.close()
+        return reply
+
+    return fault
+
+
+def crash_after_applied(client: FaultyKazoo, request: Request, send: Send) -> Any:
+    """Dies before issuing this request, once the server has applied the burst's earlier
+    ones (a sync on the same session is answered after them): their replies go unread."""
+    client.sync("/")
+    raise Crash(f"crashed before {request.op} #{request.index} of burst {request.burst}")
+
+
+def after(action: Callable[[Request], None]) -> Fault:
+    """Runs `action` (another client's write, say), then issues the request unharmed."""
+
+    def fault(client: FaultyKazoo, request: Request, send: Send) -> Any:
+        action(request)
+        return send()
+
+    fault.__name__ = f"after {getattr(action, '__name__', 'action')}"
+    return fault
+
+
+@dataclass
+class Times:
+    """A plan: `fault` for the requests `matches` accepts, the first `times` of them, at most
+    one a burst (a later burst may be the retry of the same batch)."""
+
+    matches: Callable[[Request], bool]
+    fault: Fault
+    times: int = 1
+    per_burst: int = 1
+    fired: list[Request] = field(default_factory=list)
+    armed: bool = True
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: Request) -> Fault | None:
+        with self._lock:
+            if not self.armed or len(self.fired) >= self.times or not self.matches(request):
+                return None
+            if sum(r.burst == request.burst for r in self.fired) >= self.per_burst:
+                return None
+            self.fired.append(request)
+            return self.fault
+
+
+class _Reply:
+    """kazoo's async result; awaiting it ends the burst of the thread that issued it."""
+
+    def __init__(self, real: Any, client: FaultyKazoo, issued: Issued) -> None:
+        self._real, self._client, self._issued = real, client, issued
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        self._client._local.index = 0
+        try:
+            value = self._real.get(block, timeout)
+        except Exception as exc:
+            self._issued.outcome = type(exc).__name__
+            raise
+        self._issued.outcome = "ok"
+        return value
+
+
+class FaultyKazoo(KazooClient):  # type: ignore[misc]
+    def __init__(self, hosts: str, plan: Plan, **options: Any) -> None:
+        super().__init__(hosts=hosts, **options)
+        self.plan = plan
+        self.issued: list[Issued] = []
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._bursts = 0
+        self._changed = threading.Condition()
+        self.add_listener(self._state_changed)
+
+    def _state_changed(self, state: str) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_connected(self) -> None:
+        """A retry may come while kazoo is still replacing the connection or session a
+        fault just broke: break the new one, not a socket already gone."""
+        with self._changed:
+            assert self._changed.wait_for(lambda: self.state == KazooState.CONNECTED, 15)
+
+    def get_async(self, path: str, watch: Any = None) -> Any:
+        return self._issue("get", path, lambda: KazooClient.get_async(self, path, watch))
+
+    def delete_async(self, path: str, version: int = -1) -> Any:
+        return self._issue("delete", path, lambda: KazooClient.delete_async(self, path, version))
+
+    def _issue(self, op: str, path: str, send: Send) -> Any:
+        local = self._local
+        if not getattr(local, "index", 0):
+            with self._lock:
+                self._bursts += 1
+                local.burst = self._bursts
+        local.index = getattr(local, "index", 0) + 1
+        request = Request(op, path, local.index, local.burst)
+        fault = self.plan(request)
+        issued = Issued(request, None if fault is None else fault.__name__)
+        with self._lock:
+            self.issued.append(issued)
+        try:
+            reply = send() if fault is None else fault(self, request, send)
+        except BaseException:
+            local.index = 0
+            raise
+        return _Reply(reply, self, issued)
+
+    def burst(self, number: int) -> list[Issued]:
+        with self._lock:
+            return [i for i in self.issued if i.request.burst == number]
+
+    def faulted(self) -> list[Issued]:
+        with self._lock:
+            return [i for i in self.issued if i.fault is not None]
+
+
+# --- ground truth, read from the server ------------------------------------------------------
+
+
+class LedgerZnodes:
+    """The ledger-metadata znodes as the server holds them: a plain kazoo client walking
+    `/ledgers`, with none of the product's path or format code."""
+
+    def __init__(self, hosts: str) -> None:
+        self.client = KazooClient(hosts=hosts, timeout=10)
+        self.client.start(timeout=15)
+
+    def paths(self) -> dict[int, str]:
+        # kazoo's own retry: a walk cut short by a server restart starts again once it is back.
+        found: dict[int, str] = self.client.retry(self._walk)
+        return found
+
+    def _walk(self) -> dict[int, str]:
+        found: dict[int, str] = {}
+        stack = ["/ledgers"]
+        while stack:
+            path = stack.pop()
+            for child in self.client.get_children(path):
+                if child.startswith("L") and child[1:].isdigit():
+                    digits = "".join(path.split("/")[2:]) + child[1:]
+                    found[int(digits)] = f"{path}/{child}"
+                elif child.isdigit():
+                    stack.append(f"{path}/{child}")
+        return found
+
+    def ids(self) -> set[int]:
+        return set(self.paths())
+
+    def close(self) -> None:
+        self.client.stop()
+        self.client.close()
+
+
+def ledger_metadata(custom: dict[str, bytes]) -> bytes:
+    """A closed ledger's metadata (format v3) with this custom metadata, as Pulsar writes it."""
+    metadata = LedgerMetadataFormat(quorumSize=2, ensembleSize=2, length=0, ackQuorumSize=2)
+    metadata.state = LedgerMetadataFormat.CLOSED
+    metadata.segment.add(ensembleMember=["bookie-1:3181", "bookie-2:3181"], firstEntryId=0)
+    for key, value in custom.items():
+        metadata.customMetadata.add(key=key, value=value)
+    return bk.encode_v3(metadata)
