@@ -153,3 +153,6 @@ def test_demo_deletes_only_unreferenced_ledgers_and_leaves_no_process() -> None:
     assert summary["reconsumed"] == 3
     assert summary["enqueued"] == summary["handled"]
     assert set(summary) >= {"enqueued", "deleted", "reconsumed", "archived", "seconds"}
+    # What a person reads, on stderr beside the JSON: the table and the verdict line.
+    assert "phase two" in result.stderr and "demo/orders" in result.stderr
+    assert f"referenced ledgers deleted: 0 of {summary['referenced_ledgers']}" in result.stderr
