@@ -7,19 +7,23 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.console import Console
 
 from audit.cli import audit_command
+from ledger_janitor.console import print_error
 from ledger_janitor.errors import JanitorError
 
 
 def main() -> None:
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app = typer.Typer(
+        rich_markup_mode=None,  # help texts show [brackets] literally
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
     app.command("audit")(audit_command)
     try:
         app(prog_name="ledger-janitor-audit")
     except JanitorError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
+        print_error(exc)
         sys.exit(2)
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from ledger_janitor.cli_options import (
     AsJson,
@@ -25,6 +24,7 @@ from ledger_janitor.cli_options import (
     load,
     setup_logging,
 )
+from ledger_janitor.console import plain_console
 from ledger_janitor.errors import JanitorError
 
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
@@ -123,8 +123,8 @@ def audit_command(
         output=output,
         enqueue=enqueue,
         spark_master=spark_master,
-        out=Console(stderr=as_json),
-        err=Console(stderr=True),
+        out=plain_console(stderr=as_json),
+        err=plain_console(stderr=True),
     )
     figures["seconds"] = round(time.monotonic() - started, 3)
     if as_json:

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pyspark.sql import Row
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .schema import ORPHAN
 
@@ -66,7 +67,9 @@ def print_report(console: Console, rows: Sequence[Row], dangling_ids: Sequence[i
             f" and {len(dangling_ids) - MAX_LISTED} more" if len(dangling_ids) > MAX_LISTED else ""
         )
         console.print(
-            f"[bold red]DANGLING:[/] {len(dangling_ids)} ledgers referenced by metadata do "
-            f"not exist (possible data loss): {listed}{more}",
-            highlight=False,
+            Text.assemble(
+                ("DANGLING:", "bold red"),
+                f" {len(dangling_ids)} ledgers referenced by metadata do "
+                f"not exist (possible data loss): {listed}{more}",
+            )
         )

@@ -13,9 +13,6 @@ from config.urls import STORE_URL_FORMS, check_store_url
 Kind = Literal["bool", "int", "str", "enum", "namespaces", "store", "url"]
 _T = TypeVar("_T")
 
-_BOOLS: Final = dict.fromkeys(("true", "yes", "on", "1"), True) | dict.fromkeys(
-    ("false", "no", "off", "0"), False
-)
 # Plain decimal only: int() would also take "1_000" and non-ASCII digits, which Pulsar rejects.
 _INT: Final = re.compile(r"[+-]?[0-9]+")
 # Pulsar's own rule for tenant and namespace names.
@@ -38,11 +35,16 @@ class FieldSpec:
     secret: bool = False
     name: str = ""  # the attribute; filled in from the dataclass field below
 
+    def __post_init__(self) -> None:
+        # Every integer setting is a count, a size or a duration: none may be negative.
+        if self.kind == "int" and self.minimum is None:
+            object.__setattr__(self, "minimum", 0)
+
     @property
     def expected(self) -> str:
         """The accepted values, phrased to follow 'expected'."""
         text = {
-            "bool": "a boolean (true/false, yes/no, on/off, 1/0)",
+            "bool": "true or false",
             "int": "an integer" + ("" if self.minimum is None else f" >= {self.minimum}"),
             "str": "a string",
             "enum": "one of " + ", ".join(self.choices) + " (any case)",
@@ -60,8 +62,8 @@ class FieldSpec:
         if self.kind == "bool":
             if isinstance(value, bool):
                 return value
-            if isinstance(value, str) and value.lower() in _BOOLS:
-                return _BOOLS[value.lower()]
+            if isinstance(value, str):
+                return java_boolean(value, self.default)
         elif self.kind == "int":
             if isinstance(value, str) and _INT.fullmatch(value):
                 value = int(value)
@@ -97,6 +99,24 @@ class FieldSpec:
         shown = "***" if self.secret and raw else raw
         origin = f" (from {source})" if source else ""
         return f"{self.key}={shown!r}{origin}: {problem}"
+
+
+def java_boolean(text: str, default: object) -> object:
+    """A boolean as Pulsar reads it from the same file, so the broker and we agree on it.
+
+    `FieldParser.update` leaves a field whose value is blank at its default, and otherwise
+    sets `stringToBoolean(value.trim())`, which is `Boolean.valueOf`: `true` in any case is
+    true, and anything else, `yes` and `1` included, is false.
+    """
+    text = text.strip()
+    if not text:
+        return default
+    return text.lower() == "true"
+
+
+def is_plain_boolean(text: str) -> bool:
+    """Whether Java and a reader of the file agree: `true`, `false` (any case) or blank."""
+    return text.strip().lower() in ("true", "false", "")
 
 
 def _namespaces(value: object, expected: str) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -10,10 +11,11 @@ from typing import Any, Final
 
 import javaproperties
 
-from config.fields import FieldSpec, unknown_key_message
+from config.fields import FieldSpec, is_plain_boolean, unknown_key_message
 from config.settings import SPECS, ServiceConfiguration
 from ledger_janitor.errors import ConfigurationError
 
+log = logging.getLogger(__name__)
 ENV_PREFIX: Final = "LEDGER_JANITOR_"
 # Names the properties file; the CLI reads it, so the loader must not call it unknown.
 CONFIG_FILE_ENV: Final = "LEDGER_JANITOR_CONFIG"
@@ -76,6 +78,12 @@ def load_configuration(
                 errors.append(spec.bad_value(raw, source, str(exc)))
             else:
                 sources[spec.key] = source
+                if spec.kind == "bool" and not is_plain_boolean(raw):
+                    log.warning(
+                        spec.bad_value(
+                            raw, source, "read as false, as Pulsar reads it: write true or false"
+                        )
+                    )
 
     # Applied in precedence order, so errors are also grouped by source, file first.
     if properties_file is not None:

@@ -22,7 +22,8 @@ from deletion import message_properties as props
 from deletion.clock import EpochSeconds
 from deletion.decision import Verdict
 from deletion.message import PendingDeleteLedgerInfo
-from deletion.topics import NamespaceName
+from deletion.ports import MetadataStore
+from deletion.topics import ARCHIVE_TOPIC, NamespaceName, TopicName
 from ledger_janitor.broker import java_message_id
 from ledger_janitor.errors import DecodeError
 from producers import PhaseOne, ProducerPool
@@ -126,6 +127,19 @@ def receive_all(consumer: Any, wait_seconds: float, limit: int | None = None) ->
         except pulsar.Timeout:
             return
         seen += 1
+
+
+def discover_archive_namespaces(store: MetadataStore) -> list[NamespaceName]:
+    """Namespaces whose `/managed-ledgers/<tenant>/<ns>/persistent` holds an archive topic:
+    found even when their deletion topic is gone (a broker deletes inactive topics)."""
+    found = []
+    for tenant in store.children("/managed-ledgers"):
+        for namespace in store.children(f"/managed-ledgers/{tenant}"):
+            name = NamespaceName(tenant, namespace)
+            topics = store.children(f"/managed-ledgers/{tenant}/{namespace}/persistent")
+            if any(TopicName(name, t).base.local_name == ARCHIVE_TOPIC for t in topics):
+                found.append(name)
+    return found
 
 
 def list_archive(

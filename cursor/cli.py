@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from config import CONFIG_FILE_ENV, ServiceConfiguration, load_configuration
 from deletion.proto.ml_data_formats_pb2 import CompressionType
+from ledger_janitor.console import print_error
 from ledger_janitor.errors import ConfigurationError, JanitorError
 
 from . import chunking
@@ -39,7 +39,6 @@ cursor_app = typer.Typer(
     help="Cursor acknowledgment state: decode, encode, inspect.",
     no_args_is_help=True,
 )
-err = Console(stderr=True)
 
 
 class Kind(str, Enum):
@@ -64,7 +63,7 @@ def _reported() -> Iterator[None]:
     try:
         yield
     except JanitorError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        print_error(exc)
         raise typer.Exit(2) from None
 
 
@@ -111,7 +110,11 @@ def encode(
     ] = Compression.NONE,
     max_entry_size: Annotated[
         int | None,
-        typer.Option(help="Chunk (PIP-381) into OUTPUT.0, OUTPUT.1, ... and OUTPUT.footer."),
+        typer.Option(
+            min=1,
+            help="Chunk (PIP-381) into OUTPUT.0, OUTPUT.1, ... and OUTPUT.footer, numbered so "
+            "that OUTPUT.* lists them in order.",
+        ),
     ] = None,
 ) -> None:
     """JSON to the bytes Pulsar stores (a cursor-ledger entry, or the cursor's znode)."""
@@ -188,7 +191,9 @@ def _compressed(plain: bytes, compression: Compression) -> bytes:
 
 
 def _chunk_names(output: Path, chunks: int) -> list[Path]:
-    suffixes = [f".{i}" for i in range(chunks)] + [".footer"]
+    # Zero-padded, so that `cursor decode OUTPUT.*` reads them in order, the footer last.
+    width = len(str(chunks - 1))
+    suffixes = [f".{i:0{width}d}" for i in range(chunks)] + [".footer"]
     return [output.with_name(output.name + suffix) for suffix in suffixes]
 
 

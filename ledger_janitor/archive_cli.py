@@ -9,11 +9,16 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from consumers.archive import ArchivedMessage, DrainFilter, Settled, list_archive
+from consumers.archive import (
+    ArchivedMessage,
+    DrainFilter,
+    Settled,
+    discover_archive_namespaces,
+    list_archive,
+)
 from deletion.topics import NamespaceName
 
 from .cli_options import (
@@ -24,6 +29,7 @@ from .cli_options import (
     Settings,
     sidecar_for,
 )
+from .console import plain_console
 from .errors import ConfigurationError
 
 archive_app = typer.Typer(
@@ -33,7 +39,8 @@ archive_app = typer.Typer(
 )
 NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", help="tenant/namespace.")]
 Wait = Annotated[
-    float, typer.Option(help="Seconds without a new message before the archive counts as read.")
+    float,
+    typer.Option(min=0, help="Seconds without a new message before the archive counts as read."),
 ]
 
 
@@ -78,14 +85,36 @@ def list_command(
     metadata_store: MetadataStoreOpt = None,
     broker_url: BrokerOpt = None,
 ) -> None:
-    """Show what is archived and why, without consuming it."""
+    """Show what is archived and why, without consuming it; without --namespace, in every
+    namespace that has a deletion or archive topic."""
     with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
-        namespaces = [NamespaceName.parse(namespace)] if namespace else sorted(sidecar.namespaces())
+        if namespace:
+            namespaces = [NamespaceName.parse(namespace)]
+        else:
+            found = {*sidecar.namespaces(), *discover_archive_namespaces(sidecar.metadata)}
+            namespaces = sorted(found)
         rows = [row for ns in namespaces for row in list_archive(sidecar.client, ns, wait)]
+        store = sidecar.config.metadata_store_url
     if as_json:
         typer.echo(json.dumps([row.as_json() for row in rows]))
         return
-    Console().print(_table(rows, f"{len(rows)} archived"))
+    console = plain_console()
+    if not namespaces:
+        console.print(
+            f"no namespace has a deletion or archive topic in {store}, and deletionNamespaces "
+            "is empty: pass --namespace tenant/namespace",
+            soft_wrap=True,
+        )
+        return
+    checked = ", ".join(map(str, namespaces))
+    if not rows:
+        console.print(f"nothing archived in {checked}", soft_wrap=True)
+        return
+    per_namespace = Counter(str(row.namespace) for row in rows)
+    title = f"{len(rows)} archived in {len(per_namespace)} of {len(namespaces)} namespaces"
+    console.print(_table(rows, title))
+    counts = ", ".join(f"{ns} {n}" for ns, n in sorted(per_namespace.items()))
+    console.print(f"archived per namespace: {counts}; checked: {checked}", soft_wrap=True)
 
 
 @archive_app.command("drain")
@@ -117,7 +146,7 @@ def drain_command(
     only = DrainFilter(reason=reason, component=component, limit=limit)
     with (
         sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar,
-        Progress(console=Console(stderr=True), transient=True) as progress,
+        Progress(console=plain_console(stderr=True), transient=True) as progress,
     ):
         task = progress.add_task(f"draining {target}", total=limit)
         settled = sidecar.archive_drain().drain(
@@ -146,8 +175,8 @@ def drain_command(
             outcome.value,
             why,
         )
-    Console().print(table)
-    Console().print(
+    plain_console().print(table)
+    plain_console().print(
         ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "nothing to drain"
     )
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from audit.cli import audit_command
 from config import describe
@@ -17,6 +17,7 @@ from cursor.cli import cursor_app
 from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.topics import TopicName
 
+from . import __version__
 from .archive_cli import archive_app
 from .cli_options import (
     BrokerOpt,
@@ -25,14 +26,15 @@ from .cli_options import (
     Quiet,
     Settings,
     Verbose,
-    err,
     load,
     setup_logging,
     sidecar_for,
 )
+from .console import ReportingGroup, plain_console
 from .errors import JanitorError
 
 app = typer.Typer(
+    cls=ReportingGroup,
     rich_markup_mode=None,  # help texts show [brackets] literally
     help="Delete Apache Pulsar ledgers safely, in two phases (PIP-186).",
     no_args_is_help=True,
@@ -45,6 +47,26 @@ config_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(config_app, name="config")
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"ledger-janitor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Delete Apache Pulsar ledgers safely, in two phases (PIP-186)."""
+
+
 app.add_typer(archive_app, name="archive")
 app.add_typer(cursor_app, name="cursor")
 app.command("audit")(audit_command)
@@ -66,10 +88,27 @@ def config_show(
             )
         )
         return
-    table = Table("key", "value", "source", "meaning")
+    _print_settings(rows)
+
+
+# Below this a four-column table cuts the keys and meanings into slivers.
+TABLE_MIN_WIDTH = 120
+
+
+def _print_settings(rows: list[tuple[str, str, str, str]]) -> None:
+    console = plain_console()
+    if console.width >= TABLE_MIN_WIDTH:
+        table = Table("key", "value", "source", "meaning")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    # Narrow terminals: key=value as a properties file spells it (never wrapped, so it can be
+    # copied), where it came from, then its meaning.
     for key, value, source, doc in rows:
-        table.add_row(key, value, source, doc)
-    Console().print(table)
+        line = Text.assemble((key, "bold"), f"={value}", (f"  ({source})", "dim"))
+        console.print(line, soft_wrap=True)
+        console.print(Padding(Text(doc, style="dim"), (0, 0, 0, 4), expand=False))
 
 
 @app.command()
@@ -143,7 +182,7 @@ def demo(
     from .demo import run_demo
 
     setup_logging(verbose)
-    summary = run_demo(workdir, Console(stderr=as_json))
+    summary = run_demo(workdir, plain_console(stderr=as_json))
     if as_json:
         typer.echo(json.dumps(summary))
     if summary["referenced_ledgers_deleted"]:
@@ -151,8 +190,4 @@ def demo(
 
 
 def main(argv: list[str] | None = None) -> Any:
-    try:
-        return app(argv, standalone_mode=True)
-    except JanitorError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
+    return app(argv, standalone_mode=True)

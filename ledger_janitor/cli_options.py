@@ -9,17 +9,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import pulsar
 import typer
-from rich.console import Console
 
 from config import CONFIG_FILE_ENV, LoadedConfiguration, load_configuration
 
-from . import logs
+from . import broker, logs
+from .errors import JanitorError
+from .reachability import PROBE_SECONDS, unreachable
 
 if TYPE_CHECKING:
     from .wiring import Sidecar
-
-err = Console(stderr=True)
 
 ConfigFile = Annotated[
     Path | None,
@@ -69,9 +69,16 @@ def sidecar_for(
     from .wiring import open_sidecar
 
     setup_logging(False)
-    sidecar = open_sidecar(load(config_file, settings, metadata_store, broker_url).config)
+    config = load(config_file, settings, metadata_store, broker_url).config
+    # Seconds, not the clients' 30 s of retries, to say which one is not there.
+    problem = unreachable(config, PROBE_SECONDS)
+    if problem is not None:
+        raise JanitorError(problem)
+    sidecar = open_sidecar(config)
     try:
         yield sidecar
+    except pulsar.PulsarException as exc:
+        raise broker.translate(exc, "the broker") from exc
     finally:
         sidecar.close()
 

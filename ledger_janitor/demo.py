@@ -19,6 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from config import ServiceConfiguration
 from consumers.handler import HandlingResult, Outcome
@@ -84,8 +85,8 @@ def run_demo(workdir: Path | None, console: Console) -> dict[str, Any]:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ledger-janitor-demo-") as tmp:
         root = workdir or Path(tmp)
-        console.print(f"[bold]ledger-janitor demo[/] in {root}")
-        with EmbeddedBroker(root / "broker").start() as broker:
+        console.print(Text.assemble(("ledger-janitor demo", "bold"), f" in {root}"))
+        with EmbeddedBroker(root / "broker") as broker:
             config = demo_configuration(root, broker.service_url)
             sidecar = open_sidecar(config, client_log=root / "broker" / "client.log")
             try:
@@ -176,8 +177,10 @@ def _report(
     }
     style = "green" if summary["referenced_ledgers_deleted"] == 0 else "red"
     console.print(
-        f"[{style}]referenced ledgers deleted: {summary['referenced_ledgers_deleted']}[/] "
-        f"of {len(referenced)}; {len(deleted_ids)} unreferenced ledgers deleted "
-        f"in {summary['seconds']} s"
+        Text.assemble(
+            (f"referenced ledgers deleted: {summary['referenced_ledgers_deleted']}", style),
+            f" of {len(referenced)}; {len(deleted_ids)} unreferenced ledgers deleted "
+            f"in {summary['seconds']} s",
+        )
     )
     return summary

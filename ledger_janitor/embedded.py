@@ -48,6 +48,10 @@ class EmbeddedBroker:
         return f"pulsar://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 20.0) -> EmbeddedBroker:
+        """Start the process; a no-op while it runs, so that `with broker.start():` (which
+        enters, and so starts, once more) cannot orphan a second one."""
+        if self.process is not None and self.process.poll() is None:
+            return self
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port()
         config = self.data_dir / "pulsar-lite.toml"
@@ -55,23 +59,23 @@ class EmbeddedBroker:
         config.write_text(
             f'default_partitions = {self.partitions}\n[metrics]\naddr = "127.0.0.1:{free_port()}"\n'
         )
-        log = (self.data_dir / "broker.log").open("ab")
-        self.process = subprocess.Popen(
-            [
-                str(find_binary()),
-                "--addr",
-                f"127.0.0.1:{self.port}",
-                "--db-path",
-                str(self.data_dir / "db"),
-                "--config",
-                str(config),
-                "--log-level",
-                "warn",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.data_dir,
-        )
+        with (self.data_dir / "broker.log").open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    str(find_binary()),
+                    "--addr",
+                    f"127.0.0.1:{self.port}",
+                    "--db-path",
+                    str(self.data_dir / "db"),
+                    "--config",
+                    str(config),
+                    "--log-level",
+                    "warn",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.data_dir,
+            )
         self._wait_ready(timeout)
         return self
 

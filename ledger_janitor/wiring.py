@@ -176,6 +176,9 @@ class Sidecar:
         )
 
     def metadata_reachable(self) -> tuple[bool, str]:
+        if isinstance(self.metadata, ZooKeeperMetadataStore) and not self.metadata.client.connected:
+            # A request would wait for the reconnection; readiness must answer now.
+            return False, f"metadata store unreachable: ZooKeeper {self.metadata.client.state}"
         try:
             self.metadata.children("/")
         except JanitorError as exc:

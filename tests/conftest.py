@@ -1,11 +1,14 @@
 """Session-scoped real services: a ZooKeeper server and a pulsar-lite broker on loopback.
 
-Each test gets its own ZooKeeper chroot, SQLite file and Pulsar tenant.
+Each test gets its own ZooKeeper chroot, SQLite file and Pulsar tenant. No test may leave a
+process behind: the session fails if one of its processes outlives it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +19,35 @@ from deletion.topics import NamespaceName
 from ledger_janitor.embedded import EmbeddedBroker
 
 from .harness.janitor import Backend, JanitorFactory, sqlite_backend, zookeeper_backend
+from .harness.leaks import SESSION_ENV, survivors
 from .harness.zookeeper import ZooKeeperServer
 
 # A ZooKeeper someone else runs and stops (bench/mutation.py shares one across its forked
 # test runs, so that a run killed on a time-out leaves no server behind).
 EXTERNAL_ZOOKEEPER_ENV = "LEDGER_JANITOR_TEST_ZOOKEEPER"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Inherited by every process the session starts, and by theirs: see harness/leaks.py.
+    # Fresh per session, so that a concurrent or nested session's processes are not ours.
+    os.environ[SESSION_ENV] = uuid.uuid4().hex
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind() -> Iterator[None]:
+    """Set up before, so torn down after, every other session fixture (the ZooKeeper, broker
+    and Spark that are meant to live as long as the session have been stopped by then)."""
+    yield
+    left = survivors(SESSION_ENV, os.environ[SESSION_ENV], grace_seconds=10)
+    for process in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
+    if left:
+        pytest.fail(
+            "processes started by the tests outlived them (now killed):\n"
+            + "\n".join(map(str, left)),
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")

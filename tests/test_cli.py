@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pulsar
@@ -14,6 +15,8 @@ import pytest
 from deletion import message
 from deletion.topics import NamespaceName
 from ledger_janitor.embedded import EmbeddedBroker
+
+from .harness.leaks import survivors
 
 
 def cli(
@@ -136,8 +139,11 @@ def test_enqueue_sends_a_delayed_pending_deletion(
         client.close()
 
 
-def test_demo_deletes_only_unreferenced_ledgers() -> None:
-    result = cli("demo", "--json")
+def test_demo_deletes_only_unreferenced_ledgers_and_leaves_no_process() -> None:
+    probe = uuid.uuid4().hex
+    result = cli("demo", "--json", env={"DEMO_PROBE": probe})
+    # Everything the demo started carries the probe; the demo has exited, so must they.
+    assert survivors("DEMO_PROBE", probe, grace_seconds=2) == []
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["referenced_ledgers_deleted"] == 0
@@ -147,3 +153,6 @@ def test_demo_deletes_only_unreferenced_ledgers() -> None:
     assert summary["reconsumed"] == 3
     assert summary["enqueued"] == summary["handled"]
     assert set(summary) >= {"enqueued", "deleted", "reconsumed", "archived", "seconds"}
+    # What a person reads, on stderr beside the JSON: the table and the verdict line.
+    assert "phase two" in result.stderr and "demo/orders" in result.stderr
+    assert f"referenced ledgers deleted: 0 of {summary['referenced_ledgers']}" in result.stderr

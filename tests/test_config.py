@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from pathlib import Path
 
@@ -233,25 +234,47 @@ def test_ints_at_their_minimum_and_with_whitespace_are_accepted() -> None:
     ("raw", "expected"),
     [
         ("true", True),
-        ("YES", True),
-        ("On", True),
-        ("1", True),
+        ("TRUE", True),
+        (" True ", True),
         ("false", False),
-        ("no", False),
         ("OFF", False),
-        ("0", False),
+        # Java's Boolean.valueOf, as the broker reads the same file: only `true` is true.
+        ("yes", False),
+        ("1", False),
+        ("on", False),
+        ("maybe", False),
+        ("", True),  # blank: the default stays, as Pulsar's FieldParser leaves it
     ],
 )
-def test_bool_spellings(raw: str, expected: bool) -> None:
-    config = load_configuration(None, {}, {"acknowledgmentAtBatchIndexLevelEnabled": raw}).config
-    assert config.acknowledgment_at_batch_index_level_enabled is expected
+def test_booleans_are_read_as_java_reads_them(raw: str, expected: bool) -> None:
+    config = load_configuration(None, {}, {"twoPhaseDeletionEnabled": raw}).config
+    assert config.two_phase_deletion_enabled is expected
 
 
-@pytest.mark.parametrize("raw", ["maybe", "2", "enabled", ""])
-def test_bad_bool_is_rejected(raw: str) -> None:
-    assert f"twoPhaseDeletionEnabled={raw!r} (from cli): expected a boolean" in load_error(
-        overrides={"twoPhaseDeletionEnabled": raw}
-    )
+def test_a_boolean_java_reads_as_false_by_surprise_is_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        load_configuration(None, {}, {"acknowledgmentAtBatchIndexLevelEnabled": "yes"})
+        load_configuration(None, {}, {"acknowledgmentAtBatchIndexLevelEnabled": "FALSE"})
+    assert [r.getMessage() for r in caplog.records] == [
+        "acknowledgmentAtBatchIndexLevelEnabled='yes' (from cli): read as false, as Pulsar "
+        "reads it: write true or false"
+    ]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "managedLedgerMaxUnackedRangesToPersist",
+        "persistentUnackedRangesMaxEntrySize",
+        "maxIndividualAckCacheBytesPerCursor",
+        "managedLedgerCursorMaxEntriesPerLedger",
+        "managedLedgerCursorRolloverTimeInSeconds",
+    ],
+)
+def test_no_count_may_be_negative(key: str) -> None:
+    assert f"{key}='-1' (from cli): expected an integer >= 0" in load_error(overrides={key: "-1"})
 
 
 def test_enum_is_case_insensitive_stored_upper_and_rejects_unknown() -> None:
@@ -300,7 +323,7 @@ def test_optional_urls_accept_empty_and_valid_values() -> None:
 
 def test_all_errors_of_one_load_are_reported_together(tmp_path: Path) -> None:
     path = write(tmp_path, "managedLedgerMaxUnackedRanges=5\noperationTimeoutSeconds=0\n")
-    environ = {"LEDGER_JANITOR_TWO_PHASE_DELETION_ENABLED": "perhaps", "LEDGER_JANITOR_NOPE": "1"}
+    environ = {SEND_DELAY_ENV: "soon", "LEDGER_JANITOR_NOPE": "1"}
     message = load_error(path, environ, {"cursorInfoCompressionType": "bz2"})
     lines = message.splitlines()
     assert lines[0] == "5 configuration problem(s):"
@@ -309,7 +332,7 @@ def test_all_errors_of_one_load_are_reported_together(tmp_path: Path) -> None:
     assert "managedLedgerMaxUnackedRanges" in lines[1] and f"file:{path}" in lines[1]
     assert lines[2].startswith("operationTimeoutSeconds='0'")
     assert "LEDGER_JANITOR_NOPE" in lines[3]
-    assert lines[4].startswith("twoPhaseDeletionEnabled='perhaps'")
+    assert lines[4].startswith(f"{SEND_DELAY}='soon'")
     assert lines[5].startswith("cursorInfoCompressionType='bz2' (from cli)")
 
 

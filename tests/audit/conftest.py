@@ -40,3 +40,20 @@ def spark() -> Iterator[SparkSession]:
     assert session.owned, "another SparkSession is already active in this process"
     yield session.spark
     session.spark.stop()
+    stop_gateway()
+
+
+def stop_gateway() -> None:
+    """The JVM outlives SparkSession.stop() until Python exits: end it with the session."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    gateway.shutdown()
+    process = getattr(gateway, "proc", None)
+    if process is not None:
+        process.stdin.close()  # the JVM exits when its stdin closes
+        process.wait(timeout=60)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
