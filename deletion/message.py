@@ -65,15 +65,20 @@ class PendingDeleteLedgerInfo:
         return f"{kind} {self.ledger_id} of {self.topic_name}"
 
 
-def _load_schema() -> Any:
-    text = resources.files("deletion").joinpath("pending_delete_ledger_info.avsc").read_text()
-    return json.loads(text)
+def _load_schema(name: str) -> dict[str, Any]:
+    text = resources.files("deletion").joinpath(name).read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
-SCHEMA = fastavro.parse_schema(_load_schema())
-# topicName, ledgerComponent, ledgerType and ledgerId, which a Java writer encodes first.
-_HEAD = _load_schema()
-_HEAD_SCHEMA = fastavro.parse_schema({**_HEAD, "fields": _HEAD["fields"][:4]})
+# What we write, and what a Java producer using `Schema.AVRO(PendingDeleteLedgerInfo.class)`
+# writes: Avro 1.10+ reflection sorts the fields by name (AVRO-2579), so a Java consumer and
+# the broker's schema registry read ours as their own.
+SCHEMA_DEFINITION = _load_schema("pending_delete_ledger_info.avsc")
+SCHEMA = fastavro.parse_schema(SCHEMA_DEFINITION)
+# What this project wrote before (the PIP's field order); messages already in topics carry it.
+V1_SCHEMA_DEFINITION = _load_schema("pending_delete_ledger_info_v1.avsc")
+V1_SCHEMA = fastavro.parse_schema(V1_SCHEMA_DEFINITION)
 
 
 def encode(info: PendingDeleteLedgerInfo) -> bytes:
@@ -92,31 +97,66 @@ def encode(info: PendingDeleteLedgerInfo) -> bytes:
     return out.getvalue()
 
 
-def decode(payload: bytes) -> PendingDeleteLedgerInfo:
-    """Decode and validate; every malformed input raises DecodeError and nothing else."""
+def writer_schema_of(payload: bytes) -> Any:
+    """Which of our two schemas wrote `payload`, told by its first byte; it cannot be wrong.
+
+    The current schema starts with the non-nullable boolean `checkLedgerStillInUse`, which
+    Java and fastavro write as 00 or 01. The old one starts with the union `topicName`, and
+    a message whose topicName is null was never accepted, so every old message worth reading
+    starts with 02 (branch 1). No first byte belongs to both: old bytes are never read as new
+    ones, nor new as old (tests/test_message_java.py has the vectors). Anything else is
+    refused here rather than guessed.
+    """
+    first = payload[:1]
+    if first in (b"\x00", b"\x01"):
+        return SCHEMA
+    if first == b"\x02":
+        return V1_SCHEMA
+    raise DecodeError(
+        f"no known PendingDeleteLedgerInfo schema starts with {first.hex() or 'nothing'}"
+    )
+
+
+def decode(
+    payload: bytes, writer_schema: Mapping[str, Any] | None = None
+) -> PendingDeleteLedgerInfo:
+    """Decode and validate; every malformed input raises DecodeError and nothing else.
+
+    The bytes are read with the schema that wrote them and resolved by field name (Avro
+    schema resolution) onto ours, so the field order of the writer does not matter.
+    `writer_schema` is that schema when the broker's registry told us (the message's schema
+    version); without it, `writer_schema_of` picks one of the two this project knows.
+    The payload must be exactly what the writer schema encodes for the values read: fastavro
+    keeps the low 64 bits of an over-long varint and reads any non-zero byte as true, where
+    Java refuses the first and a second reader could disagree on the second.
+    """
     if len(payload) > MAX_MESSAGE_BYTES:
         raise DecodeError(f"message of {len(payload)} bytes exceeds {MAX_MESSAGE_BYTES}")
-    stream = io.BytesIO(payload)
     try:
-        record = fastavro.schemaless_reader(stream, SCHEMA, None)
-    except Exception as exc:  # fastavro signals bad bytes with many exception types
+        writer = (
+            writer_schema_of(payload)
+            if writer_schema is None
+            else fastavro.parse_schema(dict(writer_schema))
+        )
+        stream = io.BytesIO(payload)
+        written = fastavro.schemaless_reader(stream, writer, None)
+        consumed = stream.tell()
+        canonical = io.BytesIO()
+        fastavro.schemaless_writer(canonical, writer, written)
+        record = fastavro.schemaless_reader(io.BytesIO(payload), writer, SCHEMA)
+    except DecodeError:
+        raise
+    except Exception as exc:  # fastavro signals bad bytes and bad schemas with many types
         raise DecodeError(
-            f"not an Avro PendingDeleteLedgerInfo: {type(exc).__name__}: {exc}"
+            f"not an Avro PendingDeleteLedgerInfo: {type(exc).__name__}: {str(exc)[:200]}"
         ) from exc
-    if stream.tell() != len(payload):
-        raise DecodeError(f"{len(payload) - stream.tell()} trailing bytes after the record")
+    if consumed != len(payload):
+        raise DecodeError(f"{len(payload) - consumed} trailing bytes after the record")
+    if canonical.getvalue() != payload:
+        raise DecodeError("non-canonical Avro encoding (over-long varint or boolean byte)")
     if not isinstance(record, dict):
         raise DecodeError("not an Avro record")
-    info = _from_record(record)
-    # fastavro keeps the low 64 bits of an over-long varint (Java refuses one): a huge
-    # ledgerId must not alias a small one, so the head must be encoded as Java would.
-    head = io.BytesIO()
-    fastavro.schemaless_writer(head, _HEAD_SCHEMA, record)
-    if not payload.startswith(head.getvalue()):
-        raise DecodeError(
-            "non-canonical encoding of topicName, ledgerComponent, ledgerType or ledgerId"
-        )
-    return info
+    return _from_record(record)
 
 
 def _from_record(record: dict[str, Any]) -> PendingDeleteLedgerInfo:

@@ -35,6 +35,10 @@ from ledger_janitor.errors import DecodeError
 # - boolean: one byte, 00 or 01;
 # - map: blocks of (zigzag count, then key/value pairs), closed by a 00 block.
 #
+# VECTOR_1 and VECTOR_2 are in this project's first field order (the PIP's); they are still
+# decoded, never written any more. JAVA_1 and JAVA_2 are the same infos in the order we write
+# now, Java's reflect order (tests/test_message_java.py derives it).
+#
 # Vector 1: topicName "public/default/t", MANAGED_LEDGER, LEDGER, ledgerId 7, no context,
 # checkLedgerStillInUse true, empty properties.
 #   02                     topicName: union branch 1 (string)
@@ -78,14 +82,20 @@ INFO_2 = PendingDeleteLedgerInfo(
     properties={"k": "v"},
 )
 
-PIP_FIELDS = [
-    "topicName",
-    "ledgerComponent",
-    "ledgerType",
-    "ledgerId",
-    "context",
+# The same two in the order written now: fields sorted by name.
+#   01 | 00 | 02 00 | 02 0e | 02 00 | 02 00 | 02 20 "public/default/t"
+JAVA_1 = bytes.fromhex("01000200020e0200020002207075626c69632f64656661756c742f74")
+#   00 | 02 06 08ac02 | 02 02 | 02 d804 | 02 02 | 02 02 026b 0276 00 | 02 0c "t/ns/x"
+JAVA_2 = bytes.fromhex("00020608ac02020202d80402020202026b027600020c742f6e732f78")
+
+JAVA_FIELDS = [
     "checkLedgerStillInUse",
+    "context",
+    "ledgerComponent",
+    "ledgerId",
+    "ledgerType",
     "properties",
+    "topicName",
 ]
 
 
@@ -110,14 +120,16 @@ def raw_record(**overrides: Any) -> bytes:
 
 
 @pytest.mark.parametrize(
-    ("info", "vector"), [(INFO_1, VECTOR_1), (INFO_2, VECTOR_2)], ids=["plain", "offload"]
+    ("info", "vector"), [(INFO_1, JAVA_1), (INFO_2, JAVA_2)], ids=["plain", "offload"]
 )
 def test_encode_matches_hand_derived_vector(info: PendingDeleteLedgerInfo, vector: bytes) -> None:
     assert encode(info).hex() == vector.hex()
 
 
 @pytest.mark.parametrize(
-    ("info", "vector"), [(INFO_1, VECTOR_1), (INFO_2, VECTOR_2)], ids=["plain", "offload"]
+    ("info", "vector"),
+    [(INFO_1, VECTOR_1), (INFO_2, VECTOR_2), (INFO_1, JAVA_1), (INFO_2, JAVA_2)],
+    ids=["plain-v1", "offload-v1", "plain", "offload"],
 )
 def test_decode_of_hand_derived_vector(info: PendingDeleteLedgerInfo, vector: bytes) -> None:
     decoded = decode(vector)
@@ -137,19 +149,19 @@ def test_null_properties_decode_as_empty() -> None:
 
 
 def test_raw_record_helper_agrees_with_encode() -> None:
-    assert raw_record() == VECTOR_1
+    assert raw_record() == JAVA_1
 
 
 # --- the shipped schema --------------------------------------------------------------------
 
 
-def test_shipped_schema_parses_with_exactly_the_pip_fields() -> None:
+def test_shipped_schema_has_java_field_order() -> None:
     text = resources.files("deletion").joinpath("pending_delete_ledger_info.avsc").read_text()
     schema = json.loads(text)
     fastavro.parse_schema(schema)  # raises if the schema is invalid
     assert schema["type"] == "record"
     assert schema["name"] == "PendingDeleteLedgerInfo"
-    assert [f["name"] for f in schema["fields"]] == PIP_FIELDS
+    assert [f["name"] for f in schema["fields"]] == JAVA_FIELDS
     enums = {
         f["name"]: next(t["symbols"] for t in f["type"] if isinstance(t, dict))
         for f in schema["fields"]
@@ -169,7 +181,11 @@ def test_decode_rejects_empty_bytes() -> None:
         decode(b"")
 
 
-@pytest.mark.parametrize("vector", [VECTOR_1, VECTOR_2], ids=["plain", "offload"])
+@pytest.mark.parametrize(
+    "vector",
+    [VECTOR_1, VECTOR_2, JAVA_1, JAVA_2],
+    ids=["plain-v1", "offload-v1", "plain", "offload"],
+)
 def test_decode_rejects_every_truncation(vector: bytes) -> None:
     for length in range(len(vector)):
         with pytest.raises(DecodeError):
@@ -177,9 +193,10 @@ def test_decode_rejects_every_truncation(vector: bytes) -> None:
 
 
 @pytest.mark.parametrize("trailer", [b"\x00", b"\x02", b"garbage"])
-def test_decode_rejects_trailing_bytes(trailer: bytes) -> None:
+@pytest.mark.parametrize("vector", [VECTOR_1, JAVA_1], ids=["v1", "java"])
+def test_decode_rejects_trailing_bytes(vector: bytes, trailer: bytes) -> None:
     with pytest.raises(DecodeError, match="trailing"):
-        decode(VECTOR_1 + trailer)
+        decode(vector + trailer)
 
 
 @pytest.mark.parametrize("field", ["topicName", "ledgerComponent", "ledgerType", "ledgerId"])
@@ -336,7 +353,7 @@ def test_fuzz_arbitrary_bytes_only_decode_error(payload: bytes) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.sampled_from([VECTOR_1, VECTOR_2]),
+    st.sampled_from([VECTOR_1, VECTOR_2, JAVA_1, JAVA_2]),
     st.lists(st.tuples(st.integers(0, 100), st.integers(0, 255)), min_size=1, max_size=4),
     st.integers(0, 100),
 )

@@ -56,8 +56,10 @@ def varint(value: int) -> bytes:
 def with_raw_ledger_id(topic: str, raw: bytes) -> bytes:
     """A record whose ledgerId varint is exactly `raw` (zigzag already applied)."""
     head = avro(topicName=topic, ledgerId=0)
-    marker = bytes([2, 0, 2, 0, 2, 0])  # component, type, then ledgerId's branch and value 0
-    at = head.index(marker) + len(marker) - 1
+    # Java's field order: check, a null context, the component, then ledgerId's branch and 0.
+    marker = bytes([1, 0, 2, 0, 2, 0])
+    assert head.startswith(marker)
+    at = len(marker) - 1
     return head[:at] + raw + head[at + 1 :]
 
 
