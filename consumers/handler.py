@@ -101,6 +101,14 @@ class DeletionHandler:
                     results.append(exc)
         return results
 
+    def hand_back(
+        self, consumer: Acknowledger, received: ReceivedMessage, reason: str
+    ) -> str | None:
+        """Redeliver a message that could not be handled; archive it instead once it has been
+        redelivered too often (see Reconsumer.hand_back), and then say why."""
+        namespace = namespace_of_deletion_topic(received.topic_name())
+        return self._reconsumer.hand_back(consumer, received, namespace, reason)
+
     def decide(
         self,
         info: PendingDeleteLedgerInfo,

@@ -1,9 +1,21 @@
-"""Reconsume-later and dead-lettering, done exactly as the Java client does them.
+"""Reconsume-later and dead-lettering, done as the Java client does them.
 
-The Python client has neither, so: copy the properties, set REAL_TOPIC and
-ORIGIN_MESSAGE_ID if absent, increment RECONSUMETIMES, set DELAY_TIME in milliseconds,
-send the same payload and key to the retry topic with that delay, and only once that send
-is acknowledged ack the original. Past the maximum, the same properties go to the archive.
+The Python client has neither, so this follows apache/pulsar's
+pulsar-client/src/main/java/org/apache/pulsar/client/impl/ConsumerImpl.java
+(`doReconsumeLater`, `getPropertiesMap`, `getOriginTopicNameStr`, `copyMessageKeysIfNeeded`,
+and the `redeliveryCount >= deadLetterPolicy.getMaxRedeliverCount()` check in
+`messageReceived` with `processPossibleToDLQ`) and RetryMessageUtil.java:
+copy the properties; put REAL_TOPIC (the topic without `-partition-N`),
+ORIGIN_MESSAGE_IDY_TIME and ORIGIN_MESSAGE_ID if absent; increment RECONSUMETIMES; set
+DELAY_TIME in milliseconds; send the same payload, key and ordering key to the retry topic
+with that delay, and only once that send is acknowledged ack the original. Past the
+maximum, the same properties go to the archive (our dead-letter topic), without delay.
+
+Differences, and why: Java strips everything from the last `-partition-` on; we strip only
+a real partition suffix (Java's `TopicName.getPartitionIndex` rule), so a topic named
+`x-partition-01` keeps its name. The Python client neither reports nor sets Java's
+`partition_key_b64_encoded` flag, so a key set with Java's `keyBytes` is carried as the
+base64 text it arrived as.
 """
 
 from __future__ import annotations
@@ -12,12 +24,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import structlog
+
 from deletion import message_properties as props
-from deletion.topics import NamespaceName
+from deletion.topics import NamespaceName, TopicName
 from ledger_janitor.broker import java_message_id
+from ledger_janitor.errors import DecodeError
 from producers.pool import ProducerPool
 
 from .received import Acknowledger, ReceivedMessage
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -25,6 +42,9 @@ class RetryPolicy:
     delay_seconds: float
     max_reconsume_times: int
     send_timeout_seconds: float = 30.0
+    # DeadLetterPolicy.maxRedeliverCount: a message handed back (negatively acked) once it
+    # has been redelivered this often goes to the archive instead; None never does.
+    max_redeliver_count: int | None = None
 
 
 class Reconsumer:
@@ -58,9 +78,36 @@ class Reconsumer:
             properties,
             key=message.partition_key() or None,
             delay_seconds=self._policy.delay_seconds,
+            ordering_key=_ordering_key(message),
         )
         future.result(timeout=self._policy.send_timeout_seconds)
         consumer.acknowledge(message)
+        return None
+
+    def hand_back(
+        self,
+        consumer: Acknowledger,
+        message: ReceivedMessage,
+        namespace: NamespaceName,
+        reason: str,
+    ) -> str | None:
+        """Negatively ack for redelivery, or, redelivered too often, archive: then say why.
+
+        Java marks a message that arrives with `redeliveryCount >= maxRedeliverCount` and,
+        when it is then negatively acked, sends it to the dead-letter topic and acks it
+        instead of redelivering it (ConsumerImpl `messageReceived`, `processPossibleToDLQ`).
+        If the archive cannot be reached either, it is handed back as before: nothing lost.
+        """
+        limit = self._policy.max_redeliver_count
+        count = _redelivery_count(message)
+        if limit is not None and count >= limit:
+            why = f"handed back after {count} redeliveries: {reason}"
+            try:
+                self.archive(consumer, message, namespace, why)
+                return why
+            except Exception as exc:  # the archive failing too: redeliver instead
+                log.warning("archiving a much-redelivered message failed", error=str(exc))
+        consumer.negative_acknowledge(message)
         return None
 
     def archive(
@@ -84,14 +131,47 @@ class Reconsumer:
         properties[props.ARCHIVE_REASON] = reason
         properties[props.ARCHIVE_TIME] = str(int(self._clock() * 1000))
         future = self._pool.send(
-            namespace.archive_topic, message.data(), properties, key=message.partition_key() or None
+            namespace.archive_topic,
+            message.data(),
+            properties,
+            key=message.partition_key() or None,
+            ordering_key=_ordering_key(message),
         )
         future.result(timeout=self._policy.send_timeout_seconds)
 
     @staticmethod
     def _carried_properties(message: ReceivedMessage) -> dict[str, str]:
         properties = dict(message.properties())
-        properties.setdefault(props.REAL_TOPIC, message.topic_name())
-        properties.setdefault(props.ORIGIN_MESSAGE_ID, java_message_id(message.message_id()))
+        origin = java_message_id(message.message_id())
+        properties.setdefault(props.REAL_TOPIC, _real_topic(message.topic_name()))
+        properties.setdefault(props.ORIGIN_MESSAGE_ID_Y_TIME, origin)
+        properties.setdefault(props.ORIGIN_MESSAGE_ID, origin)
         properties.setdefault(props.FIRST_ATTEMPT_TIME, str(message.publish_timestamp()))
         return properties
+
+
+def _real_topic(topic: str) -> str:
+    """The topic a partition belongs to, as REAL_TOPIC names it (getOriginTopicNameStr)."""
+    try:
+        parsed = TopicName.parse(topic)
+    except DecodeError:
+        return topic
+    return parsed.base.full_name if parsed.partition_index is not None else topic
+
+
+# The worker's ReceivedMessage does not promise these two; the client's messages have them.
+def _ordering_key(message: ReceivedMessage) -> str | None:
+    method = getattr(message, "ordering_key", None)
+    if method is None:
+        return None
+    try:
+        key = method()
+    except UnicodeDecodeError:  # bytes the client cannot hand over as text: none to copy
+        return None
+    return key if isinstance(key, str) and key else None
+
+
+def _redelivery_count(message: ReceivedMessage) -> int:
+    method = getattr(message, "redelivery_count", None)
+    count = method() if method is not None else 0
+    return count if isinstance(count, int) else 0

@@ -201,12 +201,12 @@ class DeletionWorker:
         except Exception:  # a bug, not an outcome: nothing was acked, so all go back
             log.exception("handling a batch failed; handing it back", size=len(batch))
             for consumer, received in batch:
-                self._hand_back(consumer, received)
+                self._hand_back(consumer, received, "handling the batch failed")
             return
         seconds = time.monotonic() - started
         for (consumer, received), result in zip(batch, results, strict=True):
             if isinstance(result, Exception):
-                self._hand_back(consumer, received)
+                self._hand_back(consumer, received, str(result))
                 continue
             with self._lock:
                 self.stats.count(result.outcome.value)
@@ -220,13 +220,19 @@ class DeletionWorker:
         assert self._metrics is not None
         return self._metrics.namespace(namespace_of_deletion_topic(received.topic_name()))
 
-    def _hand_back(self, consumer: Any, received: Any) -> None:
+    def _hand_back(self, consumer: Any, received: Any, failure: str | None = None) -> None:
+        """Redeliver later. A message whose handling failed goes to the archive instead once
+        redelivered too often; one refused for want of room (no `failure`) never does."""
         with self._lock:
             self.stats.handed_back += 1
         if self._metrics:
             self._metrics.handed_back.labels(self._namespace_label(received)).inc()
         try:
-            consumer.negative_acknowledge(received)
+            if failure is None:
+                consumer.negative_acknowledge(received)
+            elif self._handler.hand_back(consumer, received, failure) is not None:
+                with self._lock:
+                    self.stats.count("archived")
         except pulsar.PulsarException as exc:
             log.warning("negative ack failed; redelivered on reconnect", error=str(exc))
 

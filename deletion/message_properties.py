@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# RetryMessageUtil's names; the Java client reads and writes exactly these.
+# RetryMessageUtil's names; the Java client reads and writes exactly these
+# (pulsar-client/src/main/java/org/apache/pulsar/client/util/RetryMessageUtil.java).
 RECONSUME_TIMES = "RECONSUMETIMES"
 DELAY_TIME = "DELAY_TIME"
 REAL_TOPIC = "REAL_TOPIC"
+# SYSTEM_PROPERTY_ORIGIN_MESSAGE_ID: Java's own spelling, which every Java client sets.
+ORIGIN_MESSAGE_ID_Y_TIME = "ORIGIN_MESSAGE_IDY_TIME"
+# PROPERTY_ORIGIN_MESSAGE_ID, which newer Java clients set beside it.
 ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 
 # Ours: why and when a message was archived, when it was first tried, and how often an

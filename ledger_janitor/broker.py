@@ -82,6 +82,7 @@ def send_async(
     properties: Mapping[str, str],
     key: str | None = None,
     delay_seconds: float = 0.0,
+    ordering_key: str | None = None,
 ) -> Future[Any]:
     """Send and return a future that completes with the message id once the broker has it."""
     future: Future[Any] = Future()
@@ -96,6 +97,8 @@ def send_async(
     extra: dict[str, Any] = {}
     if delay_seconds > 0:
         extra["deliver_after"] = timedelta(seconds=delay_seconds)
+    if ordering_key:
+        extra["ordering_key"] = ordering_key
     try:
         producer.send_async(
             payload, on_sent, properties=dict(properties), partition_key=key, **extra

@@ -146,6 +146,10 @@ class Sidecar:
             delay_seconds=config.reconsume_later_seconds_of_two_phase_deletion,
             max_reconsume_times=config.max_reconsume_times_of_two_phase_deletion,
             send_timeout_seconds=config.operation_timeout_seconds,
+            # One bound on how often a pending deletion is retried before an operator sees
+            # it: a "still in use" verdict retried via the retry topic, or a failure handed
+            # back for redelivery (DeadLetterPolicy.maxRedeliverCount).
+            max_redeliver_count=config.max_reconsume_times_of_two_phase_deletion,
         )
         return DeletionHandler(
             cache,

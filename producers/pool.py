@@ -34,6 +34,7 @@ class ProducerPool:
         properties: Mapping[str, str],
         key: str | None = None,
         delay_seconds: float = 0.0,
+        ordering_key: str | None = None,
     ) -> Future[Any]:
         """Send on the topic's producer; the future fails if the producer cannot be made."""
         with self._lock:
@@ -43,7 +44,7 @@ class ProducerPool:
                 failed: Future[Any] = Future()
                 failed.set_exception(translate(exc, f"create producer for {topic}"))
                 return failed
-            return send_async(producer, payload, properties, key, delay_seconds)
+            return send_async(producer, payload, properties, key, delay_seconds, ordering_key)
 
     def _producer(self, topic: str) -> Any:
         if self._closed:

@@ -19,6 +19,7 @@ from ledger_janitor.errors import BrokerError
 
 NS = NamespaceName("t", "ns")
 ARRIVED_ON = "persistent://t/ns/__ledger_deletion-partition-2"
+REAL_TOPIC = "persistent://t/ns/__ledger_deletion"  # Java's REAL_TOPIC: no partition suffix
 RETRY_TOPIC = "persistent://t/ns/__ledger_deletion-ledger-deletion-worker-RETRY"
 ARCHIVE_TOPIC = "persistent://t/ns/__ledger_deletion_archive"
 NOW = 1_700_000_000.25
@@ -53,6 +54,8 @@ class FakeMessage:
     topic: str = ARRIVED_ON
     id: FakeMessageId = field(default_factory=lambda: FakeMessageId(12, 34, 2))
     published_ms: int = 1_699_999_000_000
+    ordering: str = ""
+    redeliveries: int = 0
 
     def data(self) -> bytes:
         return self.payload
@@ -72,6 +75,12 @@ class FakeMessage:
     def partition_key(self) -> str:
         return self.key
 
+    def ordering_key(self) -> str:
+        return self.ordering
+
+    def redelivery_count(self) -> int:
+        return self.redeliveries
+
 
 @dataclass(frozen=True)
 class Sent:
@@ -80,6 +89,7 @@ class Sent:
     properties: dict[str, str]
     key: str | None
     delay_seconds: float
+    ordering_key: str | None = None
 
 
 class FakePool:
@@ -98,8 +108,9 @@ class FakePool:
         properties: Mapping[str, str],
         key: str | None = None,
         delay_seconds: float = 0.0,
+        ordering_key: str | None = None,
     ) -> Future[Any]:
-        self.sent.append(Sent(topic, payload, dict(properties), key, delay_seconds))
+        self.sent.append(Sent(topic, payload, dict(properties), key, delay_seconds, ordering_key))
         self.events.append(f"send {topic}")
         future: Future[Any] = Future()
         if self.unanswered:
@@ -167,7 +178,8 @@ def test_first_reconsume_sets_the_java_properties(rig: Rig) -> None:
     assert sent.properties == {
         "trace": "abc",
         "REAL": "kept",
-        props.REAL_TOPIC: ARRIVED_ON,
+        props.REAL_TOPIC: REAL_TOPIC,
+        props.ORIGIN_MESSAGE_ID_Y_TIME: "12:34:2",
         props.ORIGIN_MESSAGE_ID: "12:34:2",
         props.FIRST_ATTEMPT_TIME: str(message.published_ms),
         props.RECONSUME_TIMES: "1",
@@ -250,7 +262,7 @@ def test_past_the_maximum_goes_to_the_archive_and_is_acked(rig: Rig) -> None:
     assert sent.delay_seconds == 0
     assert sent.properties[props.RECONSUME_TIMES] == "11"
     assert sent.properties["trace"] == "abc"
-    assert sent.properties[props.REAL_TOPIC] == ARRIVED_ON
+    assert sent.properties[props.REAL_TOPIC] == REAL_TOPIC
     assert sent.properties[props.ORIGIN_MESSAGE_ID] == "12:34:2"
     assert "still in use" in sent.properties[props.ARCHIVE_REASON]
     assert sent.properties[props.ARCHIVE_TIME] == "1700000000250"
@@ -286,7 +298,8 @@ def test_archive_keeps_bytes_and_properties_and_adds_the_reason(rig: Rig) -> Non
     assert sent.delay_seconds == 0
     assert sent.properties == {
         "trace": "abc",
-        props.REAL_TOPIC: ARRIVED_ON,
+        props.REAL_TOPIC: REAL_TOPIC,
+        props.ORIGIN_MESSAGE_ID_Y_TIME: "12:34:2",
         props.ORIGIN_MESSAGE_ID: "12:34:2",
         props.FIRST_ATTEMPT_TIME: str(message.published_ms),
         props.ARCHIVE_REASON: "undecodable message",

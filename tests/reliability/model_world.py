@@ -161,6 +161,7 @@ class Pool:
         properties: Any,
         key: str | None = None,
         delay_seconds: float = 0.0,
+        ordering_key: str | None = None,
     ) -> Future[Any]:
         result: Future[Any] = Future()
         if self.fail_next:
