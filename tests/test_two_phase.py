@@ -71,8 +71,10 @@ def test_ledger_in_use_is_reconsumed_then_archived_with_java_retry_properties(
     properties = archived.properties()
     assert properties[props.RECONSUME_TIMES] == "11"
     assert properties[props.DELAY_TIME] == "1000"
-    assert properties[props.REAL_TOPIC].startswith(namespace.deletion_topic + "-partition-")
+    # Java's REAL_TOPIC: the partitioned topic, without the partition it arrived on.
+    assert properties[props.REAL_TOPIC] == namespace.deletion_topic
     assert properties[props.ORIGIN_MESSAGE_ID].count(":") == 2
+    assert properties[props.ORIGIN_MESSAGE_ID_Y_TIME] == properties[props.ORIGIN_MESSAGE_ID]
     assert "still referenced" in properties[props.ARCHIVE_REASON]
 
 
