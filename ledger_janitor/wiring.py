@@ -165,7 +165,7 @@ class Sidecar:
     ) -> DeletionWorker:
         config = self.config
         settings = WorkerSettings(
-            parallelism=config.ledger_deletion_parallelism_of_two_phase_deletion,
+            parallelism=config.ledger_deletion_worker_threads_of_two_phase_deletion,
             batch_size=config.ledger_deletion_batch_size_of_two_phase_deletion,
             max_held_early=config.max_held_early_messages,
             refresh_interval_seconds=refresh_interval_seconds,
