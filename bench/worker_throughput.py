@@ -5,7 +5,7 @@ real ZooKeeper and a real pulsar-lite broker, beside the raw rates of what it is
                                       [--batch-size B]
 
 In one run, for the same count N:
-1. the worker (`Sidecar.worker`, ledgerDeletionParallelismOfTwoPhaseDeletion=P,
+1. the worker (`Sidecar.worker`, ledgerDeletionWorkerThreadsOfTwoPhaseDeletion=P,
    ledgerDeletionBatchSizeOfTwoPhaseDeletion=B) handles N enqueued, committed, unreferenced
    ledgers: decode, in-use look-up (cached), ownership read, znode delete, ack; timed from
    start() to the N-th result; then again one message at a time (B=1), the design before

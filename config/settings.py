@@ -25,6 +25,13 @@ class ServiceConfiguration:
         4,
         "ledgerDeletionParallelismOfTwoPhaseDeletion",
         "int",
+        "Partitions of the deletion topic, created when webServiceUrl is set (PIP-186).",
+        minimum=1,
+    )
+    ledger_deletion_worker_threads_of_two_phase_deletion: int = _setting(
+        4,
+        "ledgerDeletionWorkerThreadsOfTwoPhaseDeletion",
+        "int",
         "Batches of pending deletions the phase-two consumer handles concurrently.",
         minimum=1,
     )

@@ -23,15 +23,13 @@ from deletion.clock import EpochSeconds
 from deletion.decision import Verdict
 from deletion.message import PendingDeleteLedgerInfo
 from deletion.ports import MetadataStore
-from deletion.topics import ARCHIVE_TOPIC, NamespaceName, TopicName
+from deletion.topics import ARCHIVE_SUBSCRIPTION, ARCHIVE_TOPIC, NamespaceName, TopicName
 from ledger_janitor.broker import java_message_id
 from ledger_janitor.errors import DecodeError
 from producers import PhaseOne, ProducerPool
 
 from .handler import DeletionHandler
 from .metrics import WorkerMetrics
-
-ARCHIVE_SUBSCRIPTION = "ledger-janitor-archive"
 
 
 @dataclass(frozen=True)

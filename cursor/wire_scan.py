@@ -2,8 +2,10 @@
 numpy and everything else, small, to protobuf.
 
 The loop runs once per top-level field, except that a whole run of canonical MessageRange
-records is consumed in one step. Unknown field numbers and wire types that do not match the
-.proto are refused: in a cursor ledger they mean the bytes are not what we think they are.
+records is consumed in one step. A field number the .proto does not know is skipped, as
+protobuf-java keeps it aside: a newer Pulsar may add fields, and the state must still read.
+A known field with the wrong wire type, a group, an invalid wire type or a field running
+past the end is refused: those mean the bytes are not what we think they are.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from .range_wire import decode_range_run
 from .varint import read_varint
 
 VARINT, FIXED64, LENGTH_DELIMITED, FIXED32 = 0, 1, 2, 5
+# Groups (3, 4) were deprecated before Pulsar existed; no new field will be one.
+_SKIPPABLE = frozenset((VARINT, FIXED64, LENGTH_DELIMITED, FIXED32))
 
 
 @dataclass
@@ -48,7 +52,11 @@ def scan(
     while position < len(data):
         tag, after = _varint(data, position, where)
         number, wire = tag >> 3, tag & 7
-        if wire_types.get(number) != wire:
+        expected = wire_types.get(number)
+        if expected is None and number > 0 and wire in _SKIPPABLE:
+            position = _field_end(data, after, wire, where)
+            continue
+        if expected != wire:
             raise DecodeError(f"{where}: unexpected field {number} (wire type {wire})")
         if tag == range_tag:
             run, end = decode_range_run(buf, position, range_tag)

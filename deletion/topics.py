@@ -11,6 +11,8 @@ from ledger_janitor.errors import DecodeError
 DELETION_TOPIC = "__ledger_deletion"
 ARCHIVE_TOPIC = "__ledger_deletion_archive"
 SUBSCRIPTION = "ledger-deletion-worker"
+# The archive's own subscription, made before its first message and read by `archive ...`.
+ARCHIVE_SUBSCRIPTION = "ledger-janitor-archive"
 RETRY_SUFFIX = "-RETRY"
 
 _PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>\d+)$")

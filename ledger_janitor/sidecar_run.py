@@ -113,6 +113,18 @@ def connect(
     return None
 
 
+def warn_about_policies(sidecar: Sidecar) -> None:
+    """One line per namespace whose policies could lose a pending deletion; a policy that
+    cannot be read is said too, and does not stop the worker."""
+    try:
+        risks = sidecar.policy_risks()
+    except RETRIED as exc:
+        log.warning("could not read namespace policies", error=str(exc))
+        return
+    for namespace, found in risks.items():
+        log.warning(f"namespace {namespace}: a pending deletion could be lost: " + "; ".join(found))
+
+
 def run_sidecar(config: ServiceConfiguration, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
@@ -133,6 +145,7 @@ def run_sidecar(config: ServiceConfiguration, stop: threading.Event | None = Non
             return
         sidecar, worker = connected
         status.running(sidecar, worker)
+        warn_about_policies(sidecar)
         try:
             log.info(
                 "worker running",

@@ -30,6 +30,9 @@ from deletion.stores.sqlite import SqliteMetadataStore
 from deletion.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.topics import NamespaceName
 from producers import PhaseOne, ProducerPool
+from producers.admin_rest import AdminRest
+from producers.namespace_policies import policy_risks
+from producers.topic_setup import AdminTopicSetup, ClientTopicSetup, PreparedNamespaces
 
 from . import broker
 from .auth import token_from
@@ -122,6 +125,15 @@ class Sidecar:
     registry: NamespaceRegistry
     phase_one: PhaseOne
     closer: ExitStack = field(default_factory=ExitStack)
+    admin: AdminRest | None = None
+
+    def policy_risks(self) -> dict[NamespaceName, list[str]]:
+        """Per namespace, the policies under which a pending deletion could be lost; nothing
+        without an admin URL to ask."""
+        if self.admin is None:
+            return {}
+        risks = {ns: policy_risks(self.admin, ns) for ns in sorted(self.namespaces())}
+        return {ns: found for ns, found in risks.items() if found}
 
     def namespaces(self) -> Iterable[NamespaceName]:
         configured = [NamespaceName.parse(text) for text in self.config.deletion_namespaces]
@@ -169,7 +181,7 @@ class Sidecar:
     ) -> DeletionWorker:
         config = self.config
         settings = WorkerSettings(
-            parallelism=config.ledger_deletion_parallelism_of_two_phase_deletion,
+            parallelism=config.ledger_deletion_worker_threads_of_two_phase_deletion,
             batch_size=config.ledger_deletion_batch_size_of_two_phase_deletion,
             max_held_early=config.max_held_early_messages,
             refresh_interval_seconds=refresh_interval_seconds,
@@ -200,6 +212,18 @@ class Sidecar:
         self.closer.close()
 
 
+def open_admin(config: ServiceConfiguration) -> AdminRest | None:
+    if not config.web_service_url:
+        return None
+    return AdminRest(
+        config.web_service_url,
+        token_from(config.auth_plugin, config.auth_params),
+        timeout_seconds=config.operation_timeout_seconds,
+        tls_trust_certs_file=config.tls_trust_certs_file_path or None,
+        tls_allow_insecure=config.tls_allow_insecure_connection,
+    )
+
+
 def open_sidecar(config: ServiceConfiguration, client_log: Path | None = None) -> Sidecar:
     with ExitStack() as stack:
         timeout = float(config.operation_timeout_seconds)
@@ -212,13 +236,25 @@ def open_sidecar(config: ServiceConfiguration, client_log: Path | None = None) -
         stack.callback(ledgers.close)
         client = broker.connect(config, client_log)
         stack.callback(client.close)
-        pool = ProducerPool(client, send_timeout_ms=config.operation_timeout_seconds * 1000)
+        admin = open_admin(config)
+        if admin is not None:
+            stack.callback(admin.close)
+        setup = (
+            AdminTopicSetup(admin, config.ledger_deletion_parallelism_of_two_phase_deletion)
+            if admin is not None
+            else ClientTopicSetup(client)
+        )
+        pool = ProducerPool(
+            client,
+            send_timeout_ms=config.operation_timeout_seconds * 1000,
+            prepare=PreparedNamespaces(setup).ensure_topic,
+        )
         stack.callback(pool.close)
         registry = NamespaceRegistry(metadata)
         phase_one = PhaseOne(
             pool, registry, config.send_delay_seconds_of_two_phase_deletion, timeout
         )
         return Sidecar(
-            config, metadata, ledgers, client, pool, registry, phase_one, stack.pop_all()
+            config, metadata, ledgers, client, pool, registry, phase_one, stack.pop_all(), admin
         )
     raise AssertionError("unreachable")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -12,15 +12,23 @@ import pulsar
 import structlog
 
 from ledger_janitor.broker import send_async, translate
+from ledger_janitor.errors import JanitorError
 
 log = structlog.get_logger(__name__)
 
 
 class ProducerPool:
     def __init__(
-        self, client: pulsar.Client, max_producers: int = 64, send_timeout_ms: int = 30_000
+        self,
+        client: pulsar.Client,
+        max_producers: int = 64,
+        send_timeout_ms: int = 30_000,
+        prepare: Callable[[str], None] | None = None,
     ):
+        """`prepare(topic)` runs before a topic's producer is made: its subscriptions must
+        exist before the first message, or the broker may delete the topic with it."""
         self._client = client
+        self._prepare = prepare
         self._max = max_producers
         self._send_timeout_ms = send_timeout_ms
         self._producers: OrderedDict[str, Any] = OrderedDict()
@@ -44,6 +52,10 @@ class ProducerPool:
                 failed: Future[Any] = Future()
                 failed.set_exception(translate(exc, f"create producer for {topic}"))
                 return failed
+            except JanitorError as exc:
+                unprepared: Future[Any] = Future()
+                unprepared.set_exception(exc)
+                return unprepared
             return send_async(producer, payload, properties, key, delay_seconds, ordering_key)
 
     def _producer(self, topic: str) -> Any:
@@ -53,6 +65,8 @@ class ProducerPool:
         if producer is not None:
             self._producers.move_to_end(topic)
             return producer
+        if self._prepare is not None:
+            self._prepare(topic)
         # Batching off: each pending deletion is its own message with its own delay.
         producer = self._client.create_producer(
             topic,

@@ -51,6 +51,7 @@ def test_defaults_match_the_documented_values() -> None:
     assert config == ServiceConfiguration()
     assert config.two_phase_deletion_enabled is True
     assert config.ledger_deletion_parallelism_of_two_phase_deletion == 4
+    assert config.ledger_deletion_worker_threads_of_two_phase_deletion == 4
     assert config.send_delay_seconds_of_two_phase_deletion == 60
     assert config.reconsume_later_seconds_of_two_phase_deletion == 600
     assert config.max_reconsume_times_of_two_phase_deletion == 10
@@ -89,7 +90,7 @@ def test_defaults_match_the_documented_values() -> None:
     assert config.metrics_bind_address == "127.0.0.1"
     assert config.clock_skew_allowance_seconds_of_two_phase_deletion == 10
     assert config.min_ledger_age_seconds_of_two_phase_deletion == 3600
-    assert len(loaded.sources) == len(SPECS) == 40
+    assert len(loaded.sources) == len(SPECS) == 41
 
 
 def test_every_field_carries_key_type_default_and_doc() -> None:
@@ -212,6 +213,7 @@ def test_ints_reject_non_integers(raw: str) -> None:
     ("key", "raw", "minimum"),
     [
         ("ledgerDeletionParallelismOfTwoPhaseDeletion", "0", 1),
+        ("ledgerDeletionWorkerThreadsOfTwoPhaseDeletion", "0", 1),
         ("sendDelaySecondsOfTwoPhaseDeletion", "-1", 0),
         ("maxReconsumeTimesOfTwoPhaseDeletion", "0", 1),
         ("operationTimeoutSeconds", "0", 1),

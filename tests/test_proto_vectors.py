@@ -14,6 +14,7 @@ from google.protobuf import descriptor_pb2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from audit.ledger_scan import ledger_row
 from deletion.ledgers import bookkeeper_metadata as bk
 from deletion.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 from deletion.proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
@@ -186,6 +187,58 @@ def test_bookkeeper_v2_text_format_decodes() -> None:
     }
 
 
+def test_bookkeeper_v3_bytes_after_the_message_are_ignored_as_java_does() -> None:
+    # readDelimited reads the varint length and that many bytes; parseConfig reads no more.
+    assert bk.decode(VECTOR_V3 + b"\x00\xff trailing") == bk.decode(VECTOR_V3)
+
+
+def test_bookkeeper_version_is_read_as_integer_parse_int_reads_it() -> None:
+    assert bk.decode(b"BookieMetadataFormatVersion\t03\n" + VECTOR_V3[len(HEADER_V3) :])
+
+
+# Format version 1 (BookKeeper 4.0/4.1), as serializeVersion1 writes a closed ledger with
+# write quorum 2, ensemble 3, length 1024, two ensembles, last entry 41.
+VECTOR_V1 = (
+    b"BookieMetadataFormatVersion\t1\n2\n3\n1024\n"
+    b"0\tb1:3181\tb2:3181\tb3:3181\n"
+    b"20\tb1:3181\tb4:3181\tb3:3181\n"
+    b"41\tCLOSED"
+)
+
+
+def test_bookkeeper_v1_closed_ledger() -> None:
+    metadata = bk.decode(VECTOR_V1)
+    assert (metadata.quorumSize, metadata.ackQuorumSize, metadata.ensembleSize) == (2, 2, 3)
+    assert (metadata.length, metadata.lastEntryId) == (1024, 41)
+    assert metadata.state == LedgerMetadataFormat.CLOSED
+    assert [s.firstEntryId for s in metadata.segment] == [0, 20]
+    assert list(metadata.segment[1].ensembleMember) == ["b1:3181", "b4:3181", "b3:3181"]
+    assert not metadata.HasField("ctime") and bk.custom_metadata(metadata) == {}
+
+
+@pytest.mark.parametrize(
+    ("tail", "state"),
+    [
+        (b"0\tb1:3181\n", LedgerMetadataFormat.OPEN),
+        (b"0\tb1:3181\r\n-102\tCLOSED\r\n", LedgerMetadataFormat.IN_RECOVERY),
+        (b"9\tCLOSED\nnot read: parsing stops at CLOSED", LedgerMetadataFormat.CLOSED),
+    ],
+)
+def test_bookkeeper_v1_states(tail: bytes, state: int) -> None:
+    metadata = bk.decode(b"BookieMetadataFormatVersion\t1\n1\n1\n0\n" + tail)
+    assert metadata.state == state
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"2\n3\n", b"2\nthree\n0\n", b"2\n3\n0\nno-tab\n", b"2\n3\n0\nx\tb1\n"],
+    ids=["empty", "two-lines", "not-a-number", "no-tab", "bad-first-entry"],
+)
+def test_bookkeeper_v1_garbage(body: bytes) -> None:
+    with pytest.raises(DecodeError):
+        bk.decode(b"BookieMetadataFormatVersion\t1\n" + body)
+
+
 @pytest.mark.parametrize(
     "data",
     [
@@ -203,7 +256,7 @@ def test_bookkeeper_bad_header(data: bytes) -> None:
         bk.decode(data)
 
 
-@pytest.mark.parametrize("version", [b"1", b"4", b"", b"03", b"3 ", b"\xff"])
+@pytest.mark.parametrize("version", [b"0", b"4", b"", b"3 ", b"3.0", b"\xff"])
 def test_bookkeeper_bad_version(version: bytes) -> None:
     data = b"BookieMetadataFormatVersion\t" + version + b"\n" + bytes([len(BODY_V3)]) + BODY_V3
     with pytest.raises(DecodeError, match="version"):
@@ -212,6 +265,8 @@ def test_bookkeeper_bad_version(version: bytes) -> None:
 
 @pytest.mark.parametrize("delta", [-1, 1, 5, -31])
 def test_bookkeeper_length_mismatch(delta: int) -> None:
+    # Longer than the bytes: truncated. Shorter: the message read is cut mid-field (-1) or
+    # lacks its required fields (-31), though what follows it would be ignored.
     data = HEADER_V3 + bytes([len(BODY_V3) + delta]) + BODY_V3
     with pytest.raises(DecodeError):
         bk.decode(data)
@@ -266,7 +321,7 @@ def test_fuzz_arbitrary_bytes_only_decode_error(data: bytes) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from([b"2", b"3", b"4", b""]), st.binary(max_size=100))
+@given(st.sampled_from([b"1", b"2", b"3", b"4", b""]), st.binary(max_size=100))
 def test_fuzz_after_a_header_only_decode_error(version: bytes, body: bytes) -> None:
     _decode_or_decode_error(b"BookieMetadataFormatVersion\t" + version + b"\n" + body)
 
@@ -393,3 +448,9 @@ def test_reserved_nodes(name: str) -> None:
 @pytest.mark.parametrize("name", ["00", "000", "L0001", "0021", "layout", "ledgers"])
 def test_bucket_nodes_are_not_reserved(name: str) -> None:
     assert not bk.is_reserved(name)
+
+
+def test_the_audit_inventory_reads_the_same_formats() -> None:
+    # A v1 ledger is readable (no custom metadata: not Pulsar's), not "unreadable" (None).
+    assert ledger_row(7, VECTOR_V1, 5) == (7, 5, {}, 1024)
+    assert ledger_row(8, VECTOR_V3 + b"\x00trailing", 5) == (8, 5, {"application": "pulsar"}, 0)

@@ -31,7 +31,7 @@ def test_sigterm_mid_batch_loses_nothing(
         backend.metadata_url,
         broker.service_url,
         sendDelaySecondsOfTwoPhaseDeletion=0,
-        ledgerDeletionParallelismOfTwoPhaseDeletion=2,
+        ledgerDeletionWorkerThreadsOfTwoPhaseDeletion=2,
     )
     wait_until(lambda: len(storage.deletions()) > 0, 60, "the first deletion")
     stderr = stop_sidecar(sidecar)

@@ -81,7 +81,7 @@ def _gated_worker(
         [pending(seeded.topic, i) for i in ids], lambda: seeder.release(seeded, ids)
     )
     sidecar = janitor.sidecar(
-        ledger_deletion_parallelism_of_two_phase_deletion=parallelism,
+        ledger_deletion_worker_threads_of_two_phase_deletion=parallelism,
         ledger_deletion_batch_size_of_two_phase_deletion=batch,
     )
     gated = GatedStorage(sidecar.ledgers)

@@ -93,6 +93,14 @@ def test_errors_are_reported_not_raised(tmp_path: Path) -> None:
     assert broken.exit_code == 2 and "error" in broken.output
 
 
+def test_decode_reads_a_state_written_by_a_newer_pulsar(tmp_path: Path) -> None:
+    # PositionInfo{3:9, [(3:10, 3:12]]} with field 15 = "hi" appended, as an unknown field.
+    entry = tmp_path / "entry"
+    entry.write_bytes(bytes.fromhex("080310091a0c0a040803100a12040803100c7a026869"))
+    doc = json.loads(run("decode", str(entry), "--json").output)
+    assert doc["markDelete"] == {"ledgerId": 3, "entryId": 9}
+
+
 class NothingToDelete:
     """A cursor's first ledger replaces none, so opening one enqueues nothing."""
 

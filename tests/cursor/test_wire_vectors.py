@@ -160,7 +160,9 @@ def test_non_canonical_but_valid_encodings_still_decode() -> None:
     "vector",
     [
         ONE_RANGE[:-1],  # truncated
-        ONE_RANGE + bytes.fromhex("7801"),  # field 15: not in PositionInfo
+        ONE_RANGE + bytes.fromhex("7a05ab"),  # field 15, 5 bytes promised, 1 there
+        ONE_RANGE + bytes.fromhex("7b7c"),  # field 15 as a group: never a new field
+        ONE_RANGE + bytes.fromhex("7e01"),  # wire type 6 does not exist
         ONE_RANGE + bytes.fromhex("1805"),  # field 3 as a varint: the wrong wire type
         bytes.fromhex("0803"),  # no entryId
     ],
@@ -168,3 +170,27 @@ def test_non_canonical_but_valid_encodings_still_decode() -> None:
 def test_malformed_bytes_raise_decode_error(vector: bytes) -> None:
     with pytest.raises(DecodeError):
         decode_position_info(vector)
+
+
+# Fields a newer Pulsar might add, one per wire type: 78 01 (field 15, varint 1),
+# 79 + 8 bytes (fixed64), 7a 02 68 69 (length-delimited "hi"), 7d + 4 bytes (fixed32),
+# and a two-byte tag: a0 06 2a (field 100, varint 42).
+NEWER_FIELDS = bytes.fromhex("78017901020304050607087a0268697d01020304a0062a")
+
+
+def test_fields_from_a_newer_pulsar_are_skipped_as_protobuf_java_does() -> None:
+    # Between the mark-delete and the ranges, and after them: anywhere a writer puts them.
+    head, tail = ONE_RANGE[:4], ONE_RANGE[4:]
+    for vector in (head + NEWER_FIELDS + tail, ONE_RANGE + NEWER_FIELDS):
+        decoded = decode_position_info(vector)
+        assert decoded.mark_delete == Position(3, 9)
+        assert decoded.ranges.same_as(ranges((3, 10, 3, 12)))
+    cursor_info = bytes.fromhex("080c10031809") + NEWER_FIELDS + bytes.fromhex("30e807")
+    decoded_info = decode_cursor_info(cursor_info)
+    assert decoded_info.mark_delete == Position(3, 9) and decoded_info.last_active == 1000
+    assert decoded_info.cursors_ledger_id == 12
+
+
+def test_a_newer_field_does_not_excuse_a_missing_required_one() -> None:
+    with pytest.raises(DecodeError, match="entryId"):
+        decode_position_info(bytes.fromhex("0803") + NEWER_FIELDS)

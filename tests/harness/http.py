@@ -16,6 +16,7 @@ Responder = Callable[[str, str], tuple[int, Any]]  # (method, path) -> (status, 
 def serving(respond: Responder) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))  # a PUT's body
             status, body = respond(self.command, self.path)
             payload = json.dumps(body).encode()
             self.send_response(status)
@@ -24,7 +25,7 @@ def serving(respond: Responder) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(payload)
 
-        do_GET = do_DELETE = _answer
+        do_GET = do_DELETE = do_PUT = _answer
 
         def log_message(self, *args: object) -> None:
             pass

@@ -59,7 +59,7 @@ SETTINGS: dict[str, object] = {
     "reconsume_later_seconds_of_two_phase_deletion": 0,
     "max_reconsume_times_of_two_phase_deletion": 50,
     # One handler thread, so a batch is whatever piled up while the previous one ran.
-    "ledger_deletion_parallelism_of_two_phase_deletion": 1,
+    "ledger_deletion_worker_threads_of_two_phase_deletion": 1,
     "ledger_deletion_batch_size_of_two_phase_deletion": 8,
 }
 SETTLED = (Outcome.DELETED, Outcome.ALREADY_GONE)

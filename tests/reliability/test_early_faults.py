@@ -57,7 +57,7 @@ SETTINGS: dict[str, object] = {
     "clock_skew_allowance_seconds_of_two_phase_deletion": SKEW,
     "reconsume_later_seconds_of_two_phase_deletion": 30,
     "max_reconsume_times_of_two_phase_deletion": 5,
-    "ledger_deletion_parallelism_of_two_phase_deletion": 2,
+    "ledger_deletion_worker_threads_of_two_phase_deletion": 2,
     "ledger_deletion_batch_size_of_two_phase_deletion": 8,
 }
 

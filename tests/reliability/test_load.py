@@ -61,7 +61,7 @@ def test_two_worker_processes_handle_every_pending_deletion_once(
     settings = {
         "sendDelaySecondsOfTwoPhaseDeletion": 0,
         "reconsumeLaterSecondsOfTwoPhaseDeletion": 1,
-        "ledgerDeletionParallelismOfTwoPhaseDeletion": 4,
+        "ledgerDeletionWorkerThreadsOfTwoPhaseDeletion": 4,
     }
     url, broker_url = backend.metadata_url, private_broker.service_url
     first = start_worker("worker-1", tmp_path, url, broker_url, **settings)

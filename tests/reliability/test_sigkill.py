@@ -48,7 +48,7 @@ SETTINGS = {
     "reconsumeLaterSecondsOfTwoPhaseDeletion": 0,
     "maxReconsumeTimesOfTwoPhaseDeletion": 3,
     "minLedgerAgeSecondsOfTwoPhaseDeletion": 0,  # ledgers of deleted topics, orphans
-    "ledgerDeletionParallelismOfTwoPhaseDeletion": 4,
+    "ledgerDeletionWorkerThreadsOfTwoPhaseDeletion": 4,
 }
 
 
