@@ -63,7 +63,7 @@ def worker_rate(
 ) -> dict[str, Any]:
     config = svc.config(
         f"/bench-worker-{batch_size}",
-        ledger_deletion_parallelism_of_two_phase_deletion=parallelism,
+        ledger_deletion_worker_threads_of_two_phase_deletion=parallelism,
         ledger_deletion_batch_size_of_two_phase_deletion=batch_size,
     )
     sidecar = open_sidecar(config, client_log=svc.root / "client.log")
