@@ -28,6 +28,13 @@ RETRY_SEND_THEN_ACK = """        future.result(timeout=self._policy.send_timeout
         consumer.acknowledge(message)
         return None"""
 
+HANDLER = "tests/test_handler.py"
+DELETER = "tests/test_deleter.py"
+WALK = ("tests/test_pulsar_metadata.py", "tests/test_metadata_codec.py")
+OWNERSHIP_THEN_AGE = """        if record is not None:
+            owned = check_ownership(info, record)
+"""
+
 NAMED: tuple[NamedMutant, ...] = (
     NamedMutant(
         "reconsume",
@@ -116,21 +123,122 @@ NAMED: tuple[NamedMutant, ...] = (
         ("tests/test_stores.py",),
     ),
     NamedMutant(
-        "pulsar_metadata",
+        "references",
         "a corrupt cursor value skipped",
-        "deletion/pulsar_metadata.py",
-        '            parse(info, node.data, f"{ml_path}/{cursor}")\n',
-        '            try:\n                parse(info, node.data, f"{ml_path}/{cursor}")\n'
-        "            except DecodeError:\n                continue\n",
-        ("tests/test_pulsar_metadata.py", "tests/test_metadata_codec.py"),
+        "deletion/references.py",
+        "    parse(cursor, node.data, path)\n",
+        "    try:\n        parse(cursor, node.data, path)\n"
+        "    except DecodeError:\n        return []\n",
+        WALK,
+    ),
+    NamedMutant(
+        "references",
+        "the in-use reader ignoring cursor ledgers",
+        "deletion/references.py",
+        '        found.extend(_cursor_references(store, f"{path}/{cursor_name}", cursor_name))\n',
+        "        pass\n",
+        WALK,
     ),
     NamedMutant(
         "pulsar_metadata",
-        "the in-use reader ignoring cursor ledgers",
+        "the in-use reader ignoring schema ledgers",
         "deletion/pulsar_metadata.py",
-        "            ids.update(self._cursor_ledgers(ml_path))\n",
-        "",
-        ("tests/test_pulsar_metadata.py", "tests/test_metadata_codec.py"),
+        "schemas = schema_references(self._store, schema_path(topic)) or []",
+        "schemas = []",
+        WALK,
+    ),
+    NamedMutant(
+        "decision",
+        "a snapshot read before the due time trusted",
+        "deletion/decision.py",
+        "    if snapshot.fetched_at < due:\n",
+        "    if False:\n",
+        ("tests/test_decision.py",),
+    ),
+    NamedMutant(
+        "decision",
+        "a ledger above the largest referenced deleted without the age rule",
+        "deletion/decision.py",
+        "    return Decision(Verdict.DELETE, why, needs_age=True)",
+        "    return Decision(Verdict.DELETE, why)",
+        ("tests/test_decision.py",),
+    ),
+    NamedMutant(
+        "deleter",
+        "the age rule skipped (needs_age ignored)",
+        "consumers/deleter.py",
+        "        if not ruling.needs_age:\n            return ruling\n",
+        "        return ruling\n",
+        (HANDLER, DELETER),
+    ),
+    NamedMutant(
+        "deleter",
+        "ownership checked after age instead of before",
+        "consumers/deleter.py",
+        OWNERSHIP_THEN_AGE,
+        "        if record is not None and ruling.needs_age:\n"
+        "            aged = decide_age(\n"
+        "                info.ledger_id, record.ctime_ms, self._clock(), self._margins\n"
+        "            )\n"
+        "            if aged.verdict is not Verdict.DELETE:\n                return aged\n"
+        + OWNERSHIP_THEN_AGE,
+        (HANDLER, DELETER),
+    ),
+    NamedMutant(
+        "deleter",
+        "the in-use look-up ignoring the due time (no fresh_after)",
+        "consumers/deleter.py",
+        "self.in_use.lookup(topic, fresh_after)",
+        "self.in_use.lookup(topic)",
+        (HANDLER, DELETER),
+    ),
+    NamedMutant(
+        "deleter",
+        "an unchecked message decided on a cached snapshot",
+        "consumers/deleter.py",
+        "fresh_after = due if info.check_ledger_still_in_use else self._clock()",
+        "fresh_after = due",
+        (HANDLER, DELETER),
+    ),
+    NamedMutant(
+        "deleter",
+        "delete ignoring the version read (deleter)",
+        "consumers/deleter.py",
+        "versions[info.ledger_id] = record.version",
+        "versions[info.ledger_id] = -1",
+        (HANDLER, DELETER),
+    ),
+    NamedMutant(
+        "received",
+        "the configured send delay no floor for the message's own",
+        "consumers/received.py",
+        "max(floor_delay_seconds, 0.0 if delay is None else delay / 1000.0)",
+        "floor_delay_seconds if delay is None else delay / 1000.0",
+        (HANDLER,),
+    ),
+    NamedMutant(
+        "received",
+        "the clock-skew allowance dropped",
+        "consumers/received.py",
+        " + delay_seconds + clock_skew_seconds)",
+        " + delay_seconds)",
+        (HANDLER,),
+    ),
+    NamedMutant(
+        "admin",
+        "a topic 404 read as no schema ledgers",
+        "deletion/admin.py",
+        "TopicLedgers(topic, False, self._schema_ledgers(topic), fetched_at)",
+        "TopicLedgers(topic, False, frozenset(), fetched_at)",
+        ("tests/test_admin_api.py",),
+    ),
+    NamedMutant(
+        "admin",
+        "proxy settings from the environment trusted (token rerouted)",
+        "deletion/admin.py",
+        "            trust_env=False,",
+        "            trust_env=True,",
+        ("tests/test_admin_api.py",),
     ),
 )
 

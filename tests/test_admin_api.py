@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -24,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from deletion.admin import AdminApiInUseLedgers
+from deletion.clock import EpochSeconds
 from deletion.proto.schema_storage_format_pb2 import SchemaLocator
 from deletion.stores.sqlite import SqliteMetadataStore
 from deletion.topics import TopicName
@@ -35,7 +37,7 @@ from ledger_janitor.errors import (
 )
 
 TOKEN = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXJvbGU.Zm9yLXRlc3RzLW9ubHk"
-NOW = 1714644930.25
+NOW = EpochSeconds(1714644930.25)
 TOPIC = TopicName.parse("persistent://acme/orders/invoices")
 STATS_PATH = "/admin/v2/persistent/acme/orders/invoices/internalStats"
 
@@ -268,6 +270,7 @@ def test_partitioned_internal_stats_and_a_dropped_partition(serve: Serve, connec
     assert set(found) == set(parts)
     assert found[parts[0]].ledger_ids == RECORDED_IDS
     assert found[parts[1]].ledger_ids == {201, 115, 120, 42}
+    assert {snapshot.fetched_at for snapshot in found.values()} == {NOW}
     # the broker leaves out partitions whose stats failed; the missing one is asked directly
     assert not found[parts[2]].exists
     assert [s.path for s in broker.seen][1] == f"{encoded}-partition-2/internalStats"
@@ -284,10 +287,39 @@ def test_partitioned_lookup_failures(serve: Serve, connect: Connect) -> None:
     )
     adapter = connect(serve(lambda seen: next(answers)).url)
     assert adapter.fetch_partitioned(TOPIC) == {}
-    raised(lambda: adapter.fetch_partitioned(TOPIC), TransientMetadataError)
-    raised(lambda: adapter.fetch_partitioned(TOPIC), DecodeError)
-    with pytest.raises(ValueError):
+    error = raised(lambda: adapter.fetch_partitioned(TOPIC), TransientMetadataError)
+    assert "HTTP 404: Internal topics have not been generated yet" in str(error)
+    error = raised(lambda: adapter.fetch_partitioned(TOPIC), DecodeError)
+    assert str(error) == f"{PARTITIONED}: unexpected partition {foreign!r}"
+    with pytest.raises(ValueError, match="is a partition"):
         adapter.fetch_partitioned(TopicName.parse("acme/orders/invoices-partition-0"))
+
+
+PARTITIONED = "partitioned-internalStats of persistent://acme/orders/invoices"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ([], f"{PARTITIONED}: expected a JSON dict, got list"),
+        ({"partitions": {}}, f"{PARTITIONED}: metadata: expected a JSON dict, got NoneType"),
+        ({"metadata": {"partitions": 1}}, f"{PARTITIONED}: partitions: expected a JSON dict"),
+        # partition 2 of 2, and a name that is no partition at all
+        (
+            {"metadata": {"partitions": 2}, "partitions": {f"{TOPIC}-partition-2": RECORDED}},
+            f"{PARTITIONED}: unexpected partition '{TOPIC}-partition-2'",
+        ),
+        (
+            {"metadata": {"partitions": 2}, "partitions": {str(TOPIC): RECORDED}},
+            f"{PARTITIONED}: unexpected partition '{TOPIC}'",
+        ),
+    ],
+)
+def test_malformed_partitioned_answers_are_decode_errors(
+    serve: Serve, connect: Connect, body: object, message: str
+) -> None:
+    adapter = connect(serve(lambda seen: reply(200, body)).url)
+    assert str(raised(lambda: adapter.fetch_partitioned(TOPIC), DecodeError)).startswith(message)
 
 
 @pytest.mark.parametrize("status", [307, 308, 301, 302, 303])
@@ -311,6 +343,15 @@ def test_redirect_loop_and_endless_redirects(serve: Serve, connect: Connect) -> 
     urls.update(a=a.url, b=b.url)
     error = raised(lambda: connect(a.url).fetch(TOPIC), TransientMetadataError)
     assert "loop" in str(error)
+    assert len(a.seen) == len(b.seen) == 1  # the first URL asked counts as seen
+    # A loop that does not pass through the first URL: a -> b -> c -> b.
+    c = serve(lambda seen: (307, {"Location": urls["b"] + STATS_PATH}, b""))
+    b2 = serve(lambda seen: (307, {"Location": urls["c"] + STATS_PATH}, b""))
+    a2 = serve(lambda seen: (307, {"Location": urls["b2"] + STATS_PATH}, b""))
+    urls.update(b=b2.url, c=c.url, b2=b2.url)
+    error = raised(lambda: connect(a2.url).fetch(TOPIC), TransientMetadataError)
+    assert f"redirect loop between {c.url}{STATS_PATH} and {b2.url}{STATS_PATH}" in str(error)
+    assert (len(a2.seen), len(b2.seen), len(c.seen)) == (1, 1, 1)
     counter = itertools.count()
     hops = serve(lambda seen: (307, {"Location": f"{STATS_PATH}?hop={next(counter)}"}, b""))
     error = raised(lambda: connect(hops.url).fetch(TOPIC), TransientMetadataError)
@@ -332,6 +373,7 @@ def test_404_from_pulsar_means_the_topic_is_gone(
     broker = serve(lambda seen: pulsar_error(404, reason))
     found = connect(broker.url).fetch(TOPIC)
     assert (found.exists, found.ledger_ids, found.fetched_at) == (False, frozenset(), NOW)
+    assert found.topic == TOPIC
 
 
 def _locator(*ledger_ids: int) -> bytes:
@@ -383,6 +425,7 @@ def test_a_bare_404_is_not_a_deleted_topic(serve: Serve, connect: Connect) -> No
     broker = serve(lambda seen: (404, {"Content-Type": "text/html"}, html))
     error = raised(lambda: connect(broker.url).fetch(TOPIC), MetadataError)
     assert not isinstance(error, TransientMetadataError)
+    assert str(error).endswith("unexpected HTTP 404: ")  # no reason to show
 
 
 @pytest.mark.parametrize("status", [401, 403])
@@ -397,20 +440,25 @@ def test_auth_failures_are_not_transient(serve: Serve, connect: Connect, status:
 @pytest.mark.parametrize("status", [500, 503, 429])
 def test_server_errors_are_transient(serve: Serve, connect: Connect, status: int) -> None:
     broker = serve(lambda seen: pulsar_error(status, "Failed to load the managed ledger"))
-    raised(lambda: connect(broker.url).fetch(TOPIC), TransientMetadataError)
+    error = raised(lambda: connect(broker.url).fetch(TOPIC), TransientMetadataError)
+    reason = "Failed to load the managed ledger"
+    assert str(error) == f"{broker.url}{STATS_PATH}: HTTP {status}: {reason}"
 
 
 def test_other_statuses_are_metadata_errors(serve: Serve, connect: Connect) -> None:
     broker = serve(lambda seen: pulsar_error(412, "Topic name is not valid"))
     error = raised(lambda: connect(broker.url).fetch(TOPIC), MetadataError)
     assert not isinstance(error, TransientMetadataError)
+    assert str(error) == f"{broker.url}{STATS_PATH}: unexpected HTTP 412: Topic name is not valid"
 
 
 def test_refused_connection_is_transient(connect: Connect) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    raised(lambda: connect(f"http://127.0.0.1:{port}").fetch(TOPIC), TransientMetadataError)
+    url = f"http://127.0.0.1:{port}"
+    error = raised(lambda: connect(url).fetch(TOPIC), TransientMetadataError)
+    assert str(error).startswith(f"GET {url}{STATS_PATH}: ConnectError: ")
 
 
 def test_a_slow_broker_times_out(serve: Serve, connect: Connect) -> None:
@@ -418,33 +466,79 @@ def test_a_slow_broker_times_out(serve: Serve, connect: Connect) -> None:
     broker = serve(lambda seen: (release.wait(10), reply(200, stats()))[1])
     try:
         adapter = connect(broker.url, timeout_seconds=0.3)
-        raised(lambda: adapter.fetch(TOPIC), TransientMetadataError)
+        error = raised(lambda: adapter.fetch(TOPIC), TransientMetadataError)
+        assert str(error) == f"GET {broker.url}{STATS_PATH}: timed out (0.3s)"
     finally:
         release.set()
 
 
+STATS = "internalStats of persistent://acme/orders/invoices"
+NOT_AN_INTEGER = "missing or not an integer"
+
+
 @pytest.mark.parametrize(
-    "body",
+    ("body", "message"),
     [
-        b"{not json",
-        b"[]",
-        json.dumps(stats(schemaLedgers=None)).encode(),
-        json.dumps(stats(cursors=None)).encode(),
-        json.dumps(stats(compactedLedger=None)).encode(),
-        json.dumps(stats(ledgers=[{"ledgerId": "101"}])).encode(),
-        json.dumps(stats(cursors={"billing": {"cursorLedger": True}})).encode(),
+        (b"{not json", "malformed JSON: "),
+        (b"[]", f"{STATS}: expected a JSON dict, got list"),
+        (stats(ledgers=None), f"{STATS}: ledgers: expected a JSON list, got NoneType"),
+        (stats(ledgers=["101"]), f"{STATS}: ledgers: expected a JSON dict, got str"),
+        (stats(ledgers=[{"ledgerId": "101"}]), f"{STATS}: ledgers: 'ledgerId' {NOT_AN_INTEGER}"),
+        (stats(cursors=None), f"{STATS}: cursors: expected a JSON dict, got NoneType"),
+        (
+            stats(cursors={"billing": {"cursorLedger": True}}),
+            f"{STATS}: cursors: 'cursorLedger' {NOT_AN_INTEGER}",
+        ),
+        (stats(schemaLedgers=None), f"{STATS}: schemaLedgers: expected a JSON list, got NoneType"),
+        (
+            stats(schemaLedgers=[{"ledgerId": None}]),
+            f"{STATS}: schemaLedgers: 'ledgerId' {NOT_AN_INTEGER}",
+        ),
+        (
+            stats(compactedLedger=None),
+            f"{STATS}: compactedLedger: expected a JSON dict, got NoneType",
+        ),
     ],
 )
-def test_malformed_answers_are_decode_errors(serve: Serve, connect: Connect, body: bytes) -> None:
-    broker = serve(lambda seen: (200, {"Content-Type": "application/json"}, body))
-    raised(lambda: connect(broker.url).fetch(TOPIC), DecodeError)
-
-
-def test_no_ledgers_beside_a_written_ledger_is_the_broker_race(
-    serve: Serve, connect: Connect
+def test_malformed_answers_are_decode_errors(
+    serve: Serve, connect: Connect, body: bytes | dict[str, Any], message: str
 ) -> None:
-    broker = serve(lambda seen: reply(200, stats(ledgers=[])))
-    raised(lambda: connect(broker.url).fetch(TOPIC), TransientMetadataError)
+    """Named by where in the answer they are: which broker field to look at."""
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    broker = serve(lambda seen: (200, {"Content-Type": "application/json"}, content))
+    error = raised(lambda: connect(broker.url).fetch(TOPIC), DecodeError)
+    assert message in str(error)
+
+
+@pytest.mark.parametrize("last", ["118:199", "0:5", "7:-1"])
+def test_no_ledgers_beside_a_written_ledger_is_the_broker_race(
+    serve: Serve, connect: Connect, last: str
+) -> None:
+    broker = serve(lambda seen: reply(200, stats(ledgers=[], lastConfirmedEntry=last)))
+    error = raised(lambda: connect(broker.url).fetch(TOPIC), TransientMetadataError)
+    assert str(error) == f"{STATS}: no ledgers although {last} was written"
+
+
+@pytest.mark.parametrize("last", ["-1:-1", None])
+def test_a_topic_that_never_had_a_ledger_has_none(
+    serve: Serve, connect: Connect, last: str | None
+) -> None:
+    body = stats(ledgers=[], cursors={}, schemaLedgers=[], lastConfirmedEntry=last)
+    found = connect(serve(lambda seen: reply(200, body)).url).fetch(TOPIC)
+    assert (found.exists, found.ledger_ids) == (True, frozenset())
+
+
+def test_ledger_zero_is_a_ledger(serve: Serve, connect: Connect) -> None:
+    """BookKeeper's first ledger id is 0; only -1 stands for "no ledger"."""
+    for field, zero in [
+        ("ledgers", [{"ledgerId": 0, "entries": 5, "size": 50, "offloaded": False}]),
+        ("cursors", {"billing": {"cursorLedger": 0}}),
+        ("schemaLedgers", [{"ledgerId": 0}]),
+        ("compactedLedger", {"ledgerId": 0}),
+    ]:
+        body = stats(**{field: zero})
+        found = connect(serve(lambda seen, body=body: reply(200, body)).url).fetch(TOPIC)
+        assert 0 in found.ledger_ids, field
 
 
 @dataclass(frozen=True)
@@ -541,8 +635,17 @@ def test_https_never_redirects_to_plain_http(serve: Serve, connect: Connect, pki
     plain = serve(lambda seen: reply(200, stats()))
     front = serve(lambda seen: (307, {"Location": plain.url + STATS_PATH}, b""), tls=pki.server)
     adapter = connect(front.url, tls_trust_certs_file=str(pki.ca_file))
-    raised(lambda: adapter.fetch(TOPIC), MetadataError)
+    error = raised(lambda: adapter.fetch(TOPIC), MetadataError)
+    assert f"refusing redirect from {front.url}{STATS_PATH} to {plain.url}" in str(error)
     assert plain.seen == []
+
+
+def test_plain_http_may_redirect_to_https(serve: Serve, connect: Connect, pki: Pki) -> None:
+    owner = serve(lambda seen: reply(200, stats()), tls=pki.server)
+    front = serve(lambda seen: (307, {"Location": owner.url + STATS_PATH}, b""))
+    adapter = connect(front.url, tls_trust_certs_file=str(pki.ca_file))
+    assert adapter.fetch(TOPIC).ledger_ids == RECORDED_IDS
+    assert owner.seen == [Seen(STATS_PATH, f"Bearer {TOKEN}")]
 
 
 def test_token_from_a_file_and_secrecy(serve: Serve, connect: Connect) -> None:
@@ -557,6 +660,75 @@ def test_token_from_a_file_and_secrecy(serve: Serve, connect: Connect) -> None:
     assert adapter.fetch(TOPIC).exists
     assert TOKEN not in repr(adapter) and "<set>" in repr(adapter)
     assert "token=None" in repr(connect(broker.url, token=None))
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_token_echoed_in_a_reason_is_masked(serve: Serve, connect: Connect, status: int) -> None:
+    broker = serve(lambda seen: pulsar_error(status, f"token {TOKEN} is expired"))
+    error = raised(lambda: connect(broker.url).fetch(TOPIC), MetadataError)
+    assert "token <token> is expired" in str(error)
+
+
+def test_without_a_token_a_reason_is_shown_as_given(serve: Serve, connect: Connect) -> None:
+    broker = serve(lambda seen: pulsar_error(503, "Failed to load the managed ledger"))
+    error = raised(lambda: connect(broker.url, token=None).fetch(TOPIC), TransientMetadataError)
+    assert str(error).endswith(": HTTP 503: Failed to load the managed ledger")
+
+
+def test_a_long_reason_is_cut_at_300_characters(serve: Serve, connect: Connect) -> None:
+    broker = serve(lambda seen: pulsar_error(500, "x" * 1000))
+    error = raised(lambda: connect(broker.url).fetch(TOPIC), TransientMetadataError)
+    assert str(error).endswith(": HTTP 500: " + "x" * 300)
+
+
+@pytest.mark.parametrize(
+    "body", [[], "Topic not found", {"reason": 404}, {"error": "Topic not found"}]
+)
+def test_a_404_without_a_pulsar_reason_is_not_a_deleted_topic(
+    serve: Serve, connect: Connect, body: object
+) -> None:
+    broker = serve(lambda seen: reply(404, body))
+    error = raised(lambda: connect(broker.url).fetch(TOPIC), MetadataError)
+    assert not isinstance(error, TransientMetadataError)
+    assert str(error).endswith("unexpected HTTP 404: ")
+
+
+def test_a_redirect_without_a_location_is_an_error(serve: Serve, connect: Connect) -> None:
+    broker = serve(lambda seen: (307, {}, b""))
+    error = raised(lambda: connect(broker.url).fetch(TOPIC), MetadataError)
+    assert not isinstance(error, TransientMetadataError)
+    assert str(error) == f"HTTP 307 without Location from {broker.url}{STATS_PATH}"
+
+
+def test_redirects_are_followed_by_hand_even_on_a_client_that_follows_them(
+    serve: Serve, connect: Connect
+) -> None:
+    """httpx would drop the token on the way to another broker; ours keeps it."""
+    owner = serve(
+        lambda seen: (
+            reply(200, stats())
+            if seen.authorization == f"Bearer {TOKEN}"
+            else pulsar_error(401, "no")
+        )
+    )
+    front = serve(lambda seen: (307, {"Location": owner.url + STATS_PATH}, b""))
+    with httpx.Client(follow_redirects=True, timeout=2) as client:
+        assert connect(front.url, client=client).fetch(TOPIC).ledger_ids == RECORDED_IDS
+
+
+def test_proxy_settings_in_the_environment_are_ignored(
+    serve: Serve, connect: Connect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stray HTTP(S)_PROXY must not reroute admin calls, and the token, through a proxy
+    (here one that would even answer "topic not found")."""
+    proxy = serve(lambda seen: pulsar_error(404, "Topic not found"))
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy"):
+        monkeypatch.setenv(name, proxy.url)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    broker = serve(lambda seen: reply(200, stats()))
+    assert connect(broker.url).fetch(TOPIC).ledger_ids == RECORDED_IDS
+    assert proxy.seen == []
 
 
 @pytest.mark.parametrize(

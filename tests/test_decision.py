@@ -65,6 +65,7 @@ def test_unreferenced_ledger_below_the_largest_is_deleted() -> None:
     decision = decide(message(4), snapshot(3, 5, 9))
     assert decision.verdict is Verdict.DELETE
     assert not decision.needs_age
+    assert decision.reason == f"ledger 4 is no longer referenced by {TOPIC}"
 
 
 def test_unreferenced_ledger_equal_to_a_gap_below_largest_is_deleted() -> None:
@@ -194,6 +195,20 @@ def test_a_ledger_must_be_older_than_the_grace_period_plus_skew(
     assert decide_age(7, created_ms, DUE, MARGINS).verdict is verdict
 
 
+@pytest.mark.parametrize(
+    ("age_seconds", "reason"),
+    [
+        (86_410, "ledger 7 is unreferenced and 86400s old"),
+        (1810, "ledger 7 is too young (1800s of 3600s) to delete on a snapshot"),
+        (-600, "ledger 7 is too young (0s of 3600s) to delete on a snapshot"),
+    ],
+)
+def test_the_age_rule_says_how_old_the_ledger_is(age_seconds: float, reason: str) -> None:
+    """The age net of the skew allowance; a creation time ahead of ours reads as 0 s."""
+    created_ms = round((DUE - age_seconds) * 1000)
+    assert decide_age(7, created_ms, DUE, MARGINS).reason.startswith(reason)
+
+
 def test_zero_grace_still_needs_a_known_age() -> None:
     margins = SafetyMargins(send_delay=0, clock_skew=0, min_ledger_age=0)
     assert decide_age(7, round(DUE * 1000), DUE, margins).verdict is Verdict.DELETE
@@ -228,6 +243,7 @@ def record(metadata: dict[str, bytes], ledger_id: int = 1) -> LedgerRecord:
 def test_matching_pulsar_metadata_is_owned(component: LedgerComponent) -> None:
     owned = check_ownership(message(1, component), record(pulsar_custom_metadata(TOPIC, component)))
     assert owned.verdict is Verdict.DELETE
+    assert owned.reason == f"ledger 1 belongs to {TOPIC}"
 
 
 def test_pulsar_custom_metadata_is_what_pulsar_writes() -> None:
@@ -360,17 +376,19 @@ def test_mismatched_ownership_is_archived(
 ) -> None:
     decision = check_ownership(message(1, component), record(metadata))
     assert decision.verdict is Verdict.ARCHIVE
+    # The archive reason names the ledger, and the key that does not match.
+    assert decision.reason.startswith("ledger 1 ")
 
 
 def test_cursor_ledger_named_as_managed_ledger_is_archived() -> None:
     cursor_ledger = record(pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_CURSOR))
     decision = check_ownership(message(1, LedgerComponent.MANAGED_LEDGER), cursor_ledger)
     assert decision.verdict is Verdict.ARCHIVE
-    assert "cursor" in decision.reason
+    assert decision.reason == "ledger 1 is a cursor ledger, but the message says MANAGED_LEDGER"
 
 
 def test_data_ledger_named_as_cursor_is_archived() -> None:
     data_ledger = record(pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_LEDGER))
     decision = check_ownership(message(1, LedgerComponent.MANAGED_CURSOR), data_ledger)
     assert decision.verdict is Verdict.ARCHIVE
-    assert "cursor" in decision.reason
+    assert decision.reason == "ledger 1 is not a cursor ledger, but the message says MANAGED_CURSOR"

@@ -4,27 +4,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
 
 from consumers.handler import DeletionHandler, Outcome
+from consumers.received import not_before_seconds
 from consumers.reconsume import Reconsumer, RetryPolicy
 from deletion import message
 from deletion.clock import EpochSeconds
 from deletion.decision import SafetyMargins, pulsar_custom_metadata
 from deletion.in_use import InUseLedgersCache
 from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.offload.base import OffloadStorage
 from deletion.ports import ANY_VERSION, Deletion, LedgerRecord, LedgerStorage, TopicLedgers
 from deletion.topics import NamespaceName, TopicName
 from deletion.transient import TransientRetry
 from ledger_janitor.errors import (
     DecodeError,
+    LedgerStorageError,
     MetadataError,
     TransientBrokerError,
     TransientLedgerStorageError,
     TransientMetadataError,
+    VersionConflictError,
 )
 
 NOW = 1_000_000.0
@@ -102,17 +106,22 @@ class FakePool:
 
 @dataclass
 class FlakySource:
-    """In-use ledgers that fail `failures` times first."""
+    """The in-use ledgers of TOPIC (no other topic has a managed ledger), read at
+    `fetched_at`; fails `failures` times first."""
 
     ledgers: frozenset[int]
     failures: list[Exception] = field(default_factory=list)
     calls: int = 0
+    fetched_at: float = NOW
 
     def fetch(self, topic: TopicName) -> TopicLedgers:
         self.calls += 1
         if self.failures:
             raise self.failures.pop(0)
-        return TopicLedgers(topic, True, self.ledgers, NOW)
+        read_at = EpochSeconds(self.fetched_at)
+        if topic != TOPIC:
+            return TopicLedgers(topic, False, frozenset(), read_at)
+        return TopicLedgers(topic, True, self.ledgers, read_at)
 
 
 @dataclass
@@ -122,6 +131,9 @@ class FlakyStorage(LedgerStorage):
     deleted: list[int] = field(default_factory=list)
     corrupt: set[int] = field(default_factory=set)
     batches: list[str] = field(default_factory=list)
+    # Rewritten by someone else right after the janitor read them (once).
+    rewritten_after_read: set[int] = field(default_factory=set)
+    refused: set[int] = field(default_factory=set)  # deleting these fails for good
 
     def ledger(self, ledger_id: int) -> LedgerRecord | None:
         if self.failures:
@@ -132,7 +144,12 @@ class FlakyStorage(LedgerStorage):
 
     def ledgers(self, ledger_ids: Sequence[int]) -> dict[int, LedgerRecord | None]:
         self.batches.append(f"read {len(ledger_ids)}")
-        return super().ledgers(ledger_ids)
+        found = super().ledgers(ledger_ids)
+        for ledger_id in self.rewritten_after_read & found.keys() & self.records.keys():
+            record = self.records[ledger_id]
+            self.records[ledger_id] = replace(record, version=record.version + 1)
+            self.rewritten_after_read.discard(ledger_id)
+        return found
 
     def delete_ledgers(self, versions: Mapping[int, int]) -> dict[int, Deletion]:
         self.batches.append(f"delete {len(versions)}")
@@ -141,6 +158,12 @@ class FlakyStorage(LedgerStorage):
     def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
         if self.failures:
             raise self.failures.pop(0)
+        if ledger_id in self.refused:
+            raise LedgerStorageError(f"deleting ledger {ledger_id}: permission denied")
+        record = self.records.get(ledger_id)
+        if record is not None and expected_version not in (ANY_VERSION, record.version):
+            # As the real stores do: a versioned delete of a record that changed is refused.
+            raise VersionConflictError(f"ledger {ledger_id} is at version {record.version}")
         self.deleted.append(ledger_id)
         return self.records.pop(ledger_id, None) is not None
 
@@ -160,14 +183,27 @@ class Rig:
     pool: FakePool = field(default_factory=FakePool)
     consumer: FakeConsumer = field(default_factory=FakeConsumer)
     sleeps: list[float] = field(default_factory=list)
+    margins: SafetyMargins = field(
+        default_factory=lambda: SafetyMargins(send_delay=60, clock_skew=10, min_ledger_age=3600)
+    )
+    offload: OffloadStorage | None = None
+    # Shared by every handler when set; otherwise each handler starts with an empty cache.
+    cache: InUseLedgersCache | None = None
+
+    def new_cache(self) -> InUseLedgersCache:
+        return InUseLedgersCache(self.source, ttl=600, clock=lambda: NOW)
 
     def handler(self) -> DeletionHandler:
-        cache = InUseLedgersCache(self.source, ttl=600, clock=lambda: NOW)
         reconsumer = Reconsumer(self.pool, RetryPolicy(600, 10), clock=lambda: NOW)  # type: ignore[arg-type]
         retry = TransientRetry(attempts=4, sleep=self.sleeps.append)
-        margins = SafetyMargins(send_delay=60, clock_skew=10, min_ledger_age=3600)
         return DeletionHandler(
-            cache, self.storage, reconsumer, margins, retry, clock=lambda: EpochSeconds(NOW)
+            self.cache or self.new_cache(),
+            self.storage,
+            reconsumer,
+            self.margins,
+            retry,
+            clock=lambda: EpochSeconds(NOW),
+            offload=self.offload,
         )
 
     def handle(self, info: PendingDeleteLedgerInfo, **props: str) -> Any:
@@ -176,7 +212,7 @@ class Rig:
     def handle_batch(self, *payloads: PendingDeleteLedgerInfo | bytes) -> list[Any]:
         encoded = [p if isinstance(p, bytes) else message.encode(p) for p in payloads]
         batch = [(self.consumer, FakeMessage(payload)) for payload in encoded]
-        return self.handler().handle_batch(batch)  # type: ignore[arg-type]
+        return self.handler().handle_batch(batch)
 
 
 def _info(ledger_id: int, topic: TopicName = TOPIC, check: bool = True) -> PendingDeleteLedgerInfo:
@@ -197,6 +233,7 @@ def rig() -> Iterator[Rig]:
 def test_unreferenced_ledger_is_deleted_and_acked(rig: Rig) -> None:
     result = rig.handle(_info(3))
     assert result.outcome is Outcome.DELETED
+    assert result.reason == f"deleted ledger 3 of {TOPIC}"
     assert rig.storage.deleted == [3]
     assert len(rig.consumer.acked) == 1 and rig.pool.sent == []
 
@@ -218,7 +255,7 @@ def test_persistent_metadata_failure_means_unknown_so_reconsume(rig: Rig) -> Non
     topic, _, properties = rig.pool.sent[0]
     assert topic == NS.retry_topic
     assert properties["RECONSUMETIMES"] == "1"
-    assert "cannot tell whether it is in use" in result.reason
+    assert "cannot tell whether it is in use: down" in result.reason
 
 
 def test_non_transient_metadata_error_is_not_retried(rig: Rig) -> None:
@@ -262,10 +299,27 @@ def test_the_configured_send_delay_is_a_floor_for_the_messages_own_delay(
     handler = rig.handler()
     received = Recent(payload, props)
     assert handler.due(received) == NOW - 30 + 60 + 10
-    (result,) = handler.handle_batch([(rig.consumer, received)])  # type: ignore[list-item]
+    (result,) = handler.handle_batch([(rig.consumer, received)])
     assert not isinstance(result, Exception)
     assert result.outcome is Outcome.RECONSUMED
     assert rig.storage.deleted == []
+
+
+@pytest.mark.parametrize(
+    ("delay", "floor", "skew", "after_publish"),
+    [
+        ("123456", 60, 10, 123.456 + 10),  # DELAY_TIME is in milliseconds
+        ("1500", 0, 0, 1.5),
+        (None, 0, 0, 0),
+        ("0", 0, 2.5, 2.5),
+    ],
+)
+def test_the_due_time_is_publish_time_plus_delay_plus_skew_in_seconds(
+    delay: str | None, floor: float, skew: float, after_publish: float
+) -> None:
+    received = FakeMessage(b"", {} if delay is None else {"DELAY_TIME": delay})
+    due = not_before_seconds(received, floor, skew)
+    assert due == pytest.approx(NOW - 100 + after_publish, abs=1e-6)
 
 
 def test_a_ledger_above_the_largest_referenced_is_deleted_only_when_old(rig: Rig) -> None:
@@ -274,7 +328,7 @@ def test_a_ledger_above_the_largest_referenced_is_deleted_only_when_old(rig: Rig
     rig.storage.records[13] = _record(13)  # created at the epoch: old
     results = rig.handle_batch(_info(12), _info(13))
     assert _outcomes(results) == ["reconsumed", "deleted"]
-    assert "too young" in results[0].reason
+    assert results[0].reason.startswith("ledger 12 is too young (590s of 3600s)")
     assert rig.storage.deleted == [13]
 
 
@@ -289,6 +343,7 @@ def test_a_ledger_of_unknown_age_the_snapshot_cannot_vouch_for_is_kept(rig: Rig)
 def test_already_gone_is_success(rig: Rig) -> None:
     result = rig.handle(_info(7))
     assert result.outcome is Outcome.ALREADY_GONE
+    assert result.reason == "ledger 7 is already gone"
     assert len(rig.consumer.acked) == 1
 
 
@@ -342,7 +397,7 @@ def test_a_corrupt_ledger_holds_back_no_other_in_its_batch(rig: Rig) -> None:
     rig.storage.corrupt.add(4)
     results = rig.handle_batch(_info(3), _info(4), _info(6))
     assert _outcomes(results) == ["deleted", "reconsumed", "deleted"]
-    assert "cannot tell whether it is in use" in results[1].reason
+    assert "cannot tell whether it is in use: corrupt metadata of ledger 4" in results[1].reason
     assert sorted(rig.storage.deleted) == [3, 6]
     # The batch read failed at once (a decode error is not transient); then one at a time.
     assert rig.storage.batches == ["read 3", "read 1", "read 1", "read 1", "delete 2"]

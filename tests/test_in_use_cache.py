@@ -40,7 +40,7 @@ class FakeSource:
         if self.fail_next is not None:
             error, self.fail_next = self.fail_next, None
             raise error
-        return TopicLedgers(topic, True, frozenset({self.calls[topic]}), self.clock())
+        return TopicLedgers(topic, True, frozenset({self.calls[topic]}), EpochSeconds(self.clock()))
 
 
 @pytest.fixture
@@ -225,3 +225,92 @@ def test_concurrent_fresh_look_ups_share_one_fetch_made_after_their_due_time(
     assert len(results) == 8
     assert source.calls[A] == 1
     assert all(result.fetched_at >= due for result in results)
+
+
+def test_a_slow_fetch_of_one_topic_holds_back_no_other(clock: FakeClock) -> None:
+    """Each topic has its own fetch lock: one slow metadata read must not stall them all."""
+    a_fetching, b_fetched = threading.Event(), threading.Event()
+
+    class OneSlowTopic(FakeSource):
+        def fetch(self, topic: TopicName) -> TopicLedgers:
+            if topic == A:
+                a_fetching.set()
+                # Bounded only so that a shared lock fails the test instead of hanging it.
+                if not b_fetched.wait(timeout=10):
+                    raise MetadataError("B was held back while A was being fetched")
+            found = super().fetch(topic)
+            if topic == B:
+                b_fetched.set()
+            return found
+
+    cache = InUseLedgersCache(OneSlowTopic(clock), ttl=TTL, clock=clock)
+    errors: list[BaseException] = []
+
+    def look_up_a() -> None:
+        try:
+            cache.lookup(A)
+        except BaseException as exc:  # reported below, never swallowed
+            errors.append(exc)
+
+    slow = threading.Thread(target=look_up_a)
+    slow.start()
+    assert a_fetching.wait(timeout=30)
+    cache.lookup(B)
+    slow.join(timeout=60)
+    assert not slow.is_alive()
+    assert errors == []
+
+
+def test_a_fresher_look_up_waiting_on_a_fetch_makes_its_own(clock: FakeClock) -> None:
+    """B waits on A's fetch of the same topic, but needs a later read than A's: it fetches
+    again once A is done, and both finish without error."""
+    a_read, b_waiting, release = threading.Event(), threading.Event(), threading.Event()
+
+    class SignallingCounters(CacheCounters):
+        def __setattr__(self, name: str, value: int) -> None:
+            super().__setattr__(name, value)
+            if name == "misses" and value == 2:
+                b_waiting.set()
+
+    class FirstFetchHeld(FakeSource):
+        def fetch(self, topic: TopicName) -> TopicLedgers:
+            read_at = EpochSeconds(self.clock())  # read now, answered later
+            if not release.is_set():
+                a_read.set()
+                release.wait(timeout=30)
+            found = super().fetch(topic)
+            return TopicLedgers(topic, True, found.ledger_ids, read_at)
+
+    source = FirstFetchHeld(clock)
+    cache = InUseLedgersCache(source, ttl=TTL, clock=clock)
+    cache.counters = SignallingCounters()
+    results: dict[str, TopicLedgers] = {}
+    errors: list[BaseException] = []
+
+    def look_up(name: str, fresh_after: EpochSeconds | None) -> None:
+        try:
+            results[name] = cache.lookup(A, fresh_after)
+        except BaseException as exc:  # reported below, never swallowed
+            errors.append(exc)
+
+    first = threading.Thread(target=look_up, args=("a", None))
+    first.start()
+    assert a_read.wait(timeout=30)
+    clock.now += 1
+    second = threading.Thread(target=look_up, args=("b", EpochSeconds(clock.now)))
+    second.start()
+    assert b_waiting.wait(timeout=30)
+    release.set()
+    for thread in (first, second):
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+    assert errors == []
+    assert results["b"].fetched_at >= clock.now > results["a"].fetched_at
+    assert source.calls[A] == 2
+
+
+def test_no_fetch_lock_outlives_its_fetch(cache: InUseLedgersCache) -> None:
+    """A lock kept per topic ever looked up would grow without bound in a long-lived worker."""
+    for topic in (A, B, A):
+        cache.lookup(topic)
+    assert cache._fetching == {}

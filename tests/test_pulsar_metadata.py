@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from deletion.clock import EpochSeconds
 from deletion.decision import pulsar_custom_metadata
 from deletion.message import LedgerComponent
 from deletion.metadata_codec import MAGIC as COMPRESSION_MAGIC
+from deletion.ports import ANY_VERSION, MetadataStore, Node, Stat
 from deletion.proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
 from deletion.pulsar_metadata import ManagedLedgerWriter, MetadataInUseLedgers
+from deletion.references import (
+    COMPACTED_LEDGER_PROPERTY,
+    COMPACTION_CURSOR,
+    Holder,
+    Reference,
+    managed_ledger_references,
+    schema_references,
+)
 from deletion.topics import NamespaceName, TopicName, managed_ledger_path, schema_path
 from ledger_janitor.errors import DecodeError
 from ledger_janitor.seeding import TopicSeeder
 
 from .harness.janitor import Backend
 
-NOW = 4242.5
+NOW = EpochSeconds(4242.5)
 
 
 def in_use(backend: Backend) -> MetadataInUseLedgers:
@@ -134,6 +146,103 @@ def test_cursor_without_a_ledger_contributes_nothing(
     assert -1 not in found.ledger_ids
 
 
+def test_ledger_zero_is_a_ledger(backend: Backend, namespace: NamespaceName) -> None:
+    """BookKeeper's first ledger id is 0: a reference to it protects it like any other."""
+    writer = ManagedLedgerWriter(backend.metadata)
+    data, cursor, schema = (TopicName(namespace, name) for name in ("data", "cursor", "schema"))
+    writer.write(data, [0, 7], None)
+    writer.write(cursor, [7], None)
+    writer.write_cursor(cursor, "sub", 0)
+    writer.write(schema, [7], None)
+    writer.write_schema(schema, [0])
+    for topic in (data, cursor, schema):
+        assert in_use(backend).fetch(topic).ledger_ids == {0, 7}, topic
+
+
+class CursorDroppedWhileListed(MetadataStore):
+    """The store under test, but a subscription is dropped (its cursor znode deleted) right
+    after the managed ledger's cursors are listed, before they are read."""
+
+    def __init__(self, store: MetadataStore, victim: str) -> None:
+        self._store, self._victim = store, victim
+
+    def get(self, path: str) -> Node | None:
+        return self._store.get(path)
+
+    def children(self, path: str) -> list[str]:
+        names = self._store.children(path)
+        if self._victim in names:
+            assert self._store.delete(f"{path}/{self._victim}")
+        return names
+
+    def create(self, path: str, data: bytes) -> Stat:
+        return self._store.create(path, data)
+
+    def set(self, path: str, data: bytes, expected_version: int = ANY_VERSION) -> Stat:
+        return self._store.set(path, data, expected_version)
+
+    def delete(self, path: str, expected_version: int = ANY_VERSION) -> bool:
+        return self._store.delete(path, expected_version)
+
+    def close(self) -> None:
+        pass  # the backend fixture closes the store
+
+
+def test_a_cursor_dropped_between_listing_and_reading_drops_no_other(
+    backend: Backend, namespace: NamespaceName
+) -> None:
+    topic = TopicName(namespace, "orders")
+    seeded = seeder(backend).seed(topic, ledgers=1)
+    writer = ManagedLedgerWriter(backend.metadata)
+    writer.write_cursor(topic, "a-dropped", 40)
+    writer.write_cursor(topic, "z-kept", 41)
+    store = CursorDroppedWhileListed(backend.metadata, "a-dropped")
+    found = MetadataInUseLedgers(store, clock=lambda: NOW).fetch(topic)
+    assert found.ledger_ids == frozenset({*seeded.referenced(), 41})
+
+
+def test_each_reference_says_what_holds_it(backend: Backend, namespace: NamespaceName) -> None:
+    """What the audit reports: the holder, and whether an offloaded ledger's BookKeeper copy
+    is already deleted (ManagedLedgerInfo's offload context)."""
+    topic = TopicName(namespace, "tiered")
+    info = ManagedLedgerInfo()
+    info.ledgerInfo.add(ledgerId=1)
+    offloaded = info.ledgerInfo.add(ledgerId=2).offloadContext
+    offloaded.complete, offloaded.bookkeeperDeleted = True, True
+    info.ledgerInfo.add(ledgerId=3).offloadContext.complete = True  # both copies exist
+    path = managed_ledger_path(topic)
+    backend.metadata.create(path, info.SerializeToString())
+    writer = ManagedLedgerWriter(backend.metadata)
+    writer.write_cursor(topic, "sub", 4)
+    compaction = ManagedCursorInfo(cursorsLedgerId=5)
+    compaction.properties.add(name=COMPACTED_LEDGER_PROPERTY, value=6)
+    backend.metadata.create(f"{path}/{COMPACTION_CURSOR}", compaction.SerializeToString())
+    writer.write_schema(topic, [8, 9])
+
+    found = managed_ledger_references(backend.metadata, path)
+    assert found is not None
+    assert sorted(found, key=lambda ref: ref.ledger_id) == [
+        Reference(1, Holder.MANAGED_LEDGER),
+        Reference(2, Holder.MANAGED_LEDGER, bookkeeper_deleted=True),
+        Reference(3, Holder.MANAGED_LEDGER),
+        Reference(4, Holder.MANAGED_CURSOR),
+        Reference(5, Holder.MANAGED_CURSOR),
+        Reference(6, Holder.COMPACTED),
+    ]
+    assert schema_references(backend.metadata, schema_path(topic)) == [
+        Reference(8, Holder.SCHEMA_STORAGE),
+        Reference(9, Holder.SCHEMA_STORAGE),
+    ]
+    absent = TopicName(namespace, "absent")
+    assert managed_ledger_references(backend.metadata, managed_ledger_path(absent)) is None
+    assert schema_references(backend.metadata, schema_path(absent)) is None
+
+
+def _naming(path: str, kind: str) -> str:
+    """An error an operator can act on names the value and what it should have been."""
+    return f"^{re.escape(path)}: (corrupt {kind}: |{kind} lacks required )"
+
+
 def _corrupt_variants(valid: bytes) -> list[bytes]:
     return [
         b"\xff\xff\xff",  # wire type 7 does not exist
@@ -152,7 +261,7 @@ def test_corrupt_managed_ledger_info_is_a_decode_error(
     node = backend.metadata.get(path)
     assert node is not None
     backend.metadata.set(path, _corrupt_variants(node.data)[variant])
-    with pytest.raises(DecodeError):
+    with pytest.raises(DecodeError, match=_naming(path, "ManagedLedgerInfo")):
         in_use(backend).fetch(seeded.topic)
 
 
@@ -165,7 +274,7 @@ def test_corrupt_cursor_info_is_a_decode_error(
     node = backend.metadata.get(path)
     assert node is not None
     backend.metadata.set(path, _corrupt_variants(node.data)[variant])
-    with pytest.raises(DecodeError):
+    with pytest.raises(DecodeError, match=_naming(path, "ManagedCursorInfo")):
         in_use(backend).fetch(seeded.topic)
 
 
@@ -178,7 +287,7 @@ def test_corrupt_schema_locator_is_a_decode_error(
     node = backend.metadata.get(path)
     assert node is not None
     backend.metadata.set(path, _corrupt_variants(node.data)[variant])
-    with pytest.raises(DecodeError):
+    with pytest.raises(DecodeError, match=_naming(path, "SchemaLocator")):
         in_use(backend).fetch(seeded.topic)
 
 
@@ -196,7 +305,7 @@ def test_values_with_a_lying_compression_header_are_a_decode_error(
     assert node is not None
     assert COMPRESSION_MAGIC == b"\x47\x78"
     backend.metadata.set(path, COMPRESSION_MAGIC + node.data)
-    with pytest.raises(DecodeError, match="compress"):
+    with pytest.raises(DecodeError, match=f"^{re.escape(path)}: .*compress"):
         in_use(backend).fetch(seeded.topic)
 
 
@@ -212,5 +321,5 @@ def test_values_missing_required_fields_are_a_decode_error(
         # ManagedCursorInfo { lastActive: 1 } -- the required cursorsLedgerId is missing.
         path, value = f"{managed_ledger_path(seeded.topic)}/sub", bytes.fromhex("3001")
     backend.metadata.set(path, value)
-    with pytest.raises(DecodeError):
+    with pytest.raises(DecodeError, match=f"^{re.escape(path)}: .* lacks required"):
         in_use(backend).fetch(seeded.topic)
