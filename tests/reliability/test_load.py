@@ -9,10 +9,12 @@ the broker itself count them. See worker_main.py for how two processes share pul
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import pytest
+from pulsar import ConsumerType
 
 from bench._common import enqueue_then_commit, seed, topics_over
 from config import ServiceConfiguration
@@ -73,6 +75,11 @@ def test_two_worker_processes_handle_every_pending_deletion_once(
     producer_side = open_sidecar(
         phase_one_config(url, broker_url), client_log=tmp_path / "phase-one-client.log"
     )
+    # Phase one subscribes before its first send to a namespace: its consumer ids must not
+    # collide with either worker's on pulsar-lite either (see worker_main.py).
+    burn = f"persistent://ledger-janitor-burn/ids/p{os.getpid()}"
+    for _ in range(2 * (50 * NAMESPACES + 500)):
+        producer_side.client.subscribe(burn, "burn", consumer_type=ConsumerType.Shared).close()
     try:
         wait_ready(first, second, timeout=120)
         started = time.monotonic()
