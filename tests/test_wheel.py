@@ -92,13 +92,17 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cwd=root,
         timeout=120,
     )
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    # The environment's own pip (ensurepip works offline) installs into it and nowhere else;
+    # an outer pip told `--python` may find this project installed already and do nothing.
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     (wheel,) = dist.glob("*.whl")
+    installing = [str(python), "-m", "pip", "--disable-pip-version-check", "-q", "install"]
     subprocess.run(
-        [*pip, "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)],
+        [*installing, "--no-deps", "--no-index", str(wheel)],
         check=True,
         cwd=root,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))},
         timeout=120,
     )
     # Only now the dependencies: a path file names the directories that hold them.
