@@ -235,7 +235,7 @@ NAMED: tuple[NamedMutant, ...] = (
     NamedMutant(
         "admin",
         "proxy settings from the environment trusted (token rerouted)",
-        "deletion/admin.py",
+        "deletion/admin_http.py",
         "            trust_env=False,",
         "            trust_env=True,",
         ("tests/test_admin_api.py",),

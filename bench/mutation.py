@@ -32,6 +32,7 @@ ZK_STORE = "deletion.stores.zookeeper."
 ZK_METHOD = ZK_STORE + "xǁZooKeeperMetadataStoreǁ"
 METADATA = "deletion.pulsar_metadata."
 ADMIN = "deletion.admin."
+ADMIN_HTTP = "deletion.admin_http."
 HANDLER = "tests/test_handler.py"
 DELETER = "tests/test_deleter.py"
 # The reference walk, through the worker's in-use reader, on SQLite and a real ZooKeeper.
@@ -91,7 +92,7 @@ MODULES: tuple[Module, ...] = (
         # What the snapshot is made of: the answer's parsing, 404s, redirects, errors. Not
         # the constructor's settings checks, repr or TLS set-up (trust_env is a named mutant).
         functions=tuple(
-            f"{ADMIN}x_{name}__mutmut_*" for name in ("_snapshot", "_as", "_longs", "_path")
+            f"{ADMIN}x_{name}__mutmut_*" for name in ("_snapshot", "_as", "_longs", "rest_path")
         )
         + tuple(
             f"{ADMIN}xǁAdminApiInUseLedgersǁ{name}__mutmut_*"
@@ -100,10 +101,22 @@ MODULES: tuple[Module, ...] = (
                 "_schema_ledgers",
                 "fetch_partitioned",
                 "_get",
-                "_send",
                 "_payload",
                 "_reason",
             )
+        ),
+    ),
+    Module(
+        "admin_http",
+        "deletion/admin_http.py",
+        ("tests/test_admin_http.py", "tests/test_admin_api.py", "tests/test_topic_setup.py"),
+        # Redirects, errors and reasons; not the constructor's settings checks or TLS set-up.
+        functions=(
+            *(
+                f"{ADMIN_HTTP}xǁAdminHttpǁ{name}__mutmut_*"
+                for name in ("request", "_send", "reason")
+            ),
+            f"{ADMIN_HTTP}x__redirect_method__mutmut_*",
         ),
     ),
     Module("deleter", "consumers/deleter.py", (HANDLER, DELETER)),

@@ -14,27 +14,24 @@ from __future__ import annotations
 
 import json
 import re
-import ssl
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import httpx
 
 from ledger_janitor.errors import (
-    ConfigurationError,
     DecodeError,
     MetadataError,
     TransientMetadataError,
 )
 
+from .admin_http import AdminHttp
 from .clock import EpochSeconds, WallClock, wall_clock
 from .ports import MetadataStore, TopicLedgers
 from .references import schema_references
 from .topics import TopicName, java_url_encode, schema_path
 
 T = TypeVar("T")
-MAX_REDIRECTS = 5
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 # "Topic %s not found" (PersistentTopicsBase.getTopicNotFoundErrorMessage), older brokers'
 # "Topic not found" / "Topic does not exist", and "Namespace does not exist".
 _GONE = re.compile(r"\b(topic|namespace|tenant)\b.*\b(not found|does not exist)", re.I | re.S)
@@ -58,41 +55,21 @@ class AdminApiInUseLedgers:
         client: httpx.Client | None = None,
         schemas: MetadataStore | None = None,
     ) -> None:
-        try:
-            url = httpx.URL(base_url)
-        except httpx.InvalidURL:
-            raise ConfigurationError("admin URL (webServiceUrl) is not a valid URL") from None
-        if url.userinfo:
-            # URLs end up in error messages; credentials belong in the token.
-            raise ConfigurationError("admin URL must not carry credentials; use the token")
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ConfigurationError(f"admin URL must be http(s)://host[:port]: {base_url!r}")
-        self._base = str(url).rstrip("/")
-        self._secret = (token or "").strip()
-        if self._secret and not self._secret.isprintable():
-            raise ConfigurationError("admin token holds control characters (check its file)")
-        auth = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
-        self._headers = {"Accept": "application/json", **auth}
-        self._timeout = timeout_seconds
-        self._trust = "insecure" if tls_allow_insecure else tls_trust_certs_file or "system CAs"
+        self._http = AdminHttp(
+            base_url, token, timeout_seconds, tls_trust_certs_file, tls_allow_insecure, client
+        )
         self._clock = clock
         self._schemas = schemas
-        self._owns_client = client is None
-        self._client = client or httpx.Client(
-            timeout=timeout_seconds,
-            verify=_verify(tls_trust_certs_file, tls_allow_insecure),
-            follow_redirects=False,
-            trust_env=False,  # a stray HTTP(S)_PROXY must not reroute admin calls and the token
-        )
 
     def __repr__(self) -> str:
-        token = "<set>" if self._secret else None
-        return f"AdminApiInUseLedgers(base_url={self._base!r}, token={token}, tls={self._trust!r})"
+        token = "<set>" if self._http.has_token else None
+        base, trust = self._http.base, self._http.trust
+        return f"AdminApiInUseLedgers(base_url={base!r}, token={token}, tls={trust!r})"
 
     def fetch(self, topic: TopicName) -> TopicLedgers:
         # Read before asking: the snapshot is at least as fresh as fetched_at, never fresher.
         fetched_at = self._clock()
-        payload = self._payload(self._get(_path(topic, "internalStats")))
+        payload = self._payload(self._get(rest_path(topic, "internalStats")))
         if payload is None:
             return TopicLedgers(topic, False, self._schema_ledgers(topic), fetched_at)
         return _snapshot(topic, payload, fetched_at)
@@ -113,7 +90,7 @@ class AdminApiInUseLedgers:
         if base.partition_index is not None:
             raise ValueError(f"{base} is a partition; pass the partitioned topic")
         fetched_at = self._clock()
-        payload = self._payload(self._get(_path(base, "partitioned-internalStats")))
+        payload = self._payload(self._get(rest_path(base, "partitioned-internalStats")))
         if payload is None:
             return {}
         where = f"partitioned-internalStats of {base.full_name}"
@@ -135,52 +112,10 @@ class AdminApiInUseLedgers:
         return found
 
     def close(self) -> None:
-        if self._owns_client:
-            self._client.close()
+        self._http.close()
 
     def _get(self, path: str) -> httpx.Response:
-        """GET, following redirects by hand.
-
-        A broker answers 307 with the owning broker's address (another host:port) for any
-        method. httpx drops `Authorization` on cross-origin redirects by design, which would
-        turn every redirected call into a 401; brokers of one cluster share one token, so we
-        follow redirects ourselves and keep it. Only an https-to-http hop is refused: it
-        would put the token on the wire in clear text.
-        """
-        method, url = "GET", httpx.URL(self._base + path)
-        seen = {str(url)}
-        for _ in range(MAX_REDIRECTS + 1):
-            response = self._send(method, url)
-            if response.status_code not in _REDIRECTS:
-                return response
-            location = response.headers.get("location")
-            if not location:
-                raise MetadataError(f"HTTP {response.status_code} without Location from {url}")
-            try:
-                target = url.join(location)
-            except httpx.InvalidURL as exc:
-                raise MetadataError(f"bad redirect from {url}: {exc}") from exc
-            if target.scheme not in {"https", url.scheme}:
-                raise MetadataError(f"refusing redirect from {url} to {target}")
-            if str(target) in seen:
-                # Two brokers each naming the other: ownership is moving, ask again shortly.
-                raise TransientMetadataError(f"redirect loop between {url} and {target}")
-            seen.add(str(target))
-            method, url = _redirect_method(method, response.status_code), target
-        raise TransientMetadataError(f"more than {MAX_REDIRECTS} redirects, last to {url}")
-
-    def _send(self, method: str, url: httpx.URL) -> httpx.Response:
-        try:
-            return self._client.request(method, url, headers=self._headers, follow_redirects=False)
-        except httpx.TimeoutException as exc:
-            raise TransientMetadataError(f"{method} {url}: timed out ({self._timeout}s)") from exc
-        except httpx.TransportError as exc:
-            if _certificate_rejected(exc):
-                # Retrying cannot make an untrusted certificate trusted: a configuration error.
-                raise MetadataError(
-                    f"{method} {url}: TLS certificate verification failed (trust: {self._trust})"
-                ) from exc
-            raise TransientMetadataError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
+        return self._http.request("GET", path)
 
     def _payload(self, response: httpx.Response) -> Any:
         """The decoded JSON of a 200, None for "the topic is gone", else a typed error."""
@@ -203,43 +138,10 @@ class AdminApiInUseLedgers:
         raise MetadataError(f"{url}: unexpected HTTP {status}: {reason}")
 
     def _reason(self, response: httpx.Response) -> str:
-        """Pulsar's JSON `reason`, or "": a bare 404 from a proxy or a wrong base path has
-        none, so it can never pass for "topic not found"."""
-        try:
-            body = json.loads(response.content)
-        except ValueError:
-            return ""
-        reason = body.get("reason") if isinstance(body, dict) else None
-        reason = reason[:300] if isinstance(reason, str) else ""
-        return reason.replace(self._secret, "<token>") if self._secret else reason
+        return self._http.reason(response)
 
 
-def _verify(trust_file: str | None, insecure: bool) -> ssl.SSLContext | bool:
-    if insecure or trust_file is None:
-        return not insecure
-    try:
-        return ssl.create_default_context(cafile=trust_file)
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigurationError(f"cannot load TLS trust file {trust_file!r}: {exc}") from exc
-
-
-def _certificate_rejected(exc: BaseException) -> bool:
-    cause: BaseException | None = exc
-    while cause is not None:
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False
-
-
-def _redirect_method(method: str, status: int) -> str:
-    """RFC 9110 15.4: 303 turns into GET; 301/302 may turn a POST into GET; 307/308 keep it."""
-    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
-        return "GET"
-    return method
-
-
-def _path(topic: TopicName, operation: str) -> str:
+def rest_path(topic: TopicName, operation: str) -> str:
     # TopicName.getRestPath: tenant/namespace as is, local name through Codec.encode
     # (java.net.URLEncoder); the broker's validateTopicName decodes it with Codec.decode.
     ns, local = topic.namespace, java_url_encode(topic.local_name)
