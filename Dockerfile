@@ -3,6 +3,8 @@ FROM python:3.11-slim
 
 WORKDIR /app
 COPY pyproject.toml README.md ./
+COPY core core
+COPY transport transport
 COPY config config
 COPY deletion deletion
 COPY producers producers

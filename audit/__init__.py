@@ -3,5 +3,6 @@
 Layout: `schema` (the DataFrame shapes), `attribution` and `transform` (pure DataFrame
 functions), `ledger_scan`, `reference_scan`, `pulsar_refs` and `files` (IO), `enqueue`
 (phase one), `pipeline` (one audit run), `cli` (the `audit` command). Only this package
-imports PySpark; `audit.cli` imports it lazily, so registering the command costs nothing.
+imports PySpark; `ledger_janitor.audit_cli` imports it lazily, so registering the command
+costs nothing.
 """

@@ -6,7 +6,7 @@ it creates; a managed-ledger or cursor ledger also names its managed ledger
 `pulsar/cursor`), a schema ledger its schema id (`pulsar/schemaId=tenant/ns/<encoded name>`).
 
 A ledger is attributable only when these name a topic exactly as Pulsar spells it, so that
-the worker's ownership check (`deletion.decision.check_ownership`) will accept the message:
+the worker's ownership check (`deletion.domain.decision.check_ownership`) will accept the message:
 Spark's `url_encode`/`url_decode` are Java's URLEncoder/URLDecoder, the functions Pulsar
 uses, and a name that does not survive the round trip is not attributed. Everything else is
 listed with a reason and never enqueued.
@@ -19,9 +19,8 @@ from typing import Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
-from deletion.message import LedgerComponent
-
-from .schema import FOREIGN, UNATTRIBUTABLE
+from audit.schema import FOREIGN, UNATTRIBUTABLE
+from deletion.domain.message import LedgerComponent
 
 _PART: Final = r"[-=:.\w]+"  # Pulsar's NamedEntity rule; Java's \w is ASCII-only
 _ML_NAME: Final = rf"^({_PART})/({_PART})/persistent/([^/]+)$"

@@ -2,7 +2,7 @@
 
 Every message carries `checkLedgerStillInUse=true`, so the worker looks the topic's
 references up again before deleting anything. Before a single message is sent, each one is
-checked with the worker's own ownership rule (`deletion.decision.check_ownership`) against
+checked with the worker's own ownership rule (`deletion.domain.decision.check_ownership`) against
 the ledger's custom metadata; a disagreement with the Spark attribution aborts the audit.
 """
 
@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from deletion.decision import Verdict, check_ownership
-from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
-from deletion.ports import LedgerRecord
-from deletion.topics import TopicName
-from ledger_janitor.errors import JanitorError
-
-from .errors import AuditError
+from audit.errors import AuditError
+from core.errors import JanitorError
+from deletion.domain.decision import Verdict, check_ownership
+from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.ports import LedgerRecord
+from deletion.domain.topics import TopicName
 
 AUDIT_PROPERTIES: Mapping[str, str] = {"origin": "ledger-janitor-audit"}
 

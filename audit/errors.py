@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ledger_janitor.errors import JanitorError
+from core.errors import JanitorError
 
 
 class AuditError(JanitorError):

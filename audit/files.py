@@ -25,8 +25,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from .errors import AuditError
-from .schema import INVENTORY_SCHEMA, REFERENCE_SCHEMA
+from audit.errors import AuditError
+from audit.schema import INVENTORY_SCHEMA, REFERENCE_SCHEMA
 
 _JSON_SUFFIXES = {".json", ".jsonl", ".ndjson"}
 _PARQUET_SUFFIXES = {".parquet", ".pq"}

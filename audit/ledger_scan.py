@@ -22,17 +22,16 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from pyspark.sql import DataFrame, SparkSession
 
+from audit.errors import AuditError
+from audit.schema import INVENTORY_SCHEMA
 from config import StoreUrl
-from deletion.ledgers import bookkeeper_metadata as formats
-from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
-from deletion.ledgers.sqlite import SqliteLedgerStorage
-from deletion.ports import LedgerStorage
-from deletion.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
-from deletion.stores.zookeeper import ZooKeeperMetadataStore
-from ledger_janitor.errors import DecodeError, MetadataError
-
-from .errors import AuditError
-from .schema import INVENTORY_SCHEMA
+from core.errors import DecodeError, MetadataError
+from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
+from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+from deletion.domain.ports import LedgerStorage
+from deletion.wire import bookkeeper_metadata as formats
+from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 
 InventoryRow = tuple[int, int | None, dict[str, str] | None, int | None]
 _BATCH = 1000  # asynchronous gets in flight per client

@@ -17,16 +17,15 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as sf
 
+from audit import files, transform
+from audit.errors import AuditError, describe_failure
+from audit.ledger_scan import ZooKeeperTarget, sqlite_inventory, zookeeper_inventory
+from audit.progress import ScanProgress
+from audit.reference_scan import StoreSpec, metadata_references
+from audit.schema import FOREIGN, ORPHAN, UNATTRIBUTABLE, YOUNG
 from config import StoreUrl
-from deletion.ports import LedgerStorage
-from ledger_janitor.errors import DecodeError, JanitorError
-
-from . import files, transform
-from .errors import AuditError, describe_failure
-from .ledger_scan import ZooKeeperTarget, sqlite_inventory, zookeeper_inventory
-from .progress import ScanProgress
-from .reference_scan import StoreSpec, metadata_references
-from .schema import FOREIGN, ORPHAN, UNATTRIBUTABLE, YOUNG
+from core.errors import DecodeError, JanitorError
+from deletion.domain.ports import LedgerStorage
 
 
 @dataclass(frozen=True)

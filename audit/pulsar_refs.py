@@ -1,16 +1,16 @@
 """Every ledger one topic's Pulsar metadata references, with where the reference is.
 
 Plain Python over the `MetadataStore` port, run inside Spark partitions: the rows of the
-one reference walk the worker's in-use check uses too (`deletion.references`), so the two
+one reference walk the worker's in-use check uses too (`deletion.domain.references`), so the two
 never disagree. Any read or decode error propagates: unreadable metadata is never "no
 references".
 """
 
 from __future__ import annotations
 
-from deletion import references as walk
-from deletion.ports import MetadataStore
-from deletion.topics import java_url_decode
+from deletion.domain import references as walk
+from deletion.domain.ports import MetadataStore
+from deletion.domain.topics import java_url_decode
 
 ML_ROOT = "/managed-ledgers"
 SCHEMA_ROOT = "/schemas"

@@ -16,15 +16,14 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from audit import pulsar_refs
+from audit.errors import AuditError
+from audit.ledger_scan import ZooKeeperTarget
+from audit.schema import REFERENCE_SCHEMA
 from config import StoreUrl
-from deletion.ports import MetadataStore
-from deletion.stores.sqlite import SqliteMetadataStore
-from deletion.stores.zookeeper import ZooKeeperMetadataStore
-
-from . import pulsar_refs
-from .errors import AuditError
-from .ledger_scan import ZooKeeperTarget
-from .schema import REFERENCE_SCHEMA
+from deletion.adapters.stores.sqlite import SqliteMetadataStore
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+from deletion.domain.ports import MetadataStore
 
 TopicItem = tuple[str, str, str, str]
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .schema import ORPHAN
+from audit.schema import ORPHAN
 
 MAX_LISTED = 20
 

@@ -8,15 +8,14 @@ from typing import Any
 
 from rich.console import Console
 
+from audit.enqueue import enqueue_orphans
+from audit.errors import AuditError
+from audit.ledger_scan import open_ledger_reader
+from audit.pipeline import AuditOptions, run_audit
+from audit.progress import ScanProgress
+from audit.report import print_report
+from audit.session import open_session
 from config import ServiceConfiguration, parse_store_url
-
-from .enqueue import enqueue_orphans
-from .errors import AuditError
-from .ledger_scan import open_ledger_reader
-from .pipeline import AuditOptions, run_audit
-from .progress import ScanProgress
-from .report import print_report
-from .session import open_session
 
 
 def run_command(

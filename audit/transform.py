@@ -9,8 +9,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
-from .attribution import attribute
-from .schema import ORPHAN, YOUNG
+from audit.attribution import attribute
+from audit.schema import ORPHAN, YOUNG
 
 CLASSIFIED_COLUMNS = (
     "ledger_id",

@@ -22,18 +22,18 @@ from rich.console import Console
 from rich.table import Table
 
 from config import ServiceConfiguration
-from deletion.decision import pulsar_custom_metadata
-from deletion.ledgers import bookkeeper_metadata as bk
-from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
-from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
-from deletion.ports import MetadataStore
-from deletion.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
-from deletion.pulsar_metadata import ManagedLedgerWriter
-from deletion.topics import NamespaceName, TopicName
+from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
+from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
+from deletion.domain.decision import pulsar_custom_metadata
+from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.ports import MetadataStore
+from deletion.domain.topics import NamespaceName, TopicName
+from deletion.wire import bookkeeper_metadata as bk
+from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+from harness.zookeeper import ZooKeeperServer
 from ledger_janitor import logs
 from ledger_janitor.embedded import EmbeddedBroker
 from ledger_janitor.wiring import Sidecar
-from tests.harness.zookeeper import ZooKeeperServer
 
 T = TypeVar("T")
 # Outstanding asynchronous creates while seeding: enough to pipeline, few enough to be polite.

@@ -26,7 +26,17 @@ else:  # pragma: no cover
 
 REPO = Path(__file__).resolve().parent.parent
 # The top-level packages tests import (not a src layout): every one is copied, one mutated.
-PACKAGES = ("config", "deletion", "producers", "consumers", "cursor", "audit", "ledger_janitor")
+PACKAGES = (
+    "core",
+    "transport",
+    "config",
+    "deletion",
+    "producers",
+    "consumers",
+    "cursor",
+    "audit",
+    "ledger_janitor",
+)
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache")
 EXTERNAL_ZOOKEEPER_ENV = "LEDGER_JANITOR_TEST_ZOOKEEPER"
 # mutmut's verdicts, as `mutmut results --all true` prints them.

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._mutmut import run_group, test_environment
+from bench._mutmut import run_group, test_environment
 
 PYTEST = ("-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly")
 
@@ -28,9 +28,9 @@ RETRY_SEND_THEN_ACK = """        future.result(timeout=self._policy.send_timeout
         consumer.acknowledge(message)
         return None"""
 
-HANDLER = "tests/test_handler.py"
-DELETER = "tests/test_deleter.py"
-WALK = ("tests/test_pulsar_metadata.py", "tests/test_metadata_codec.py")
+HANDLER = "tests/unit/test_handler.py"
+DELETER = "tests/unit/test_deleter.py"
+WALK = ("tests/integration/test_pulsar_metadata.py", "tests/integration/test_metadata_codec.py")
 OWNERSHIP_THEN_AGE = """        if record is not None:
             owned = check_ownership(info, record)
 """
@@ -44,7 +44,7 @@ NAMED: tuple[NamedMutant, ...] = (
         """        consumer.acknowledge(message)
         future.result(timeout=self._policy.send_timeout_seconds)
         return None""",
-        ("tests/test_reconsume.py",),
+        ("tests/unit/test_reconsume.py",),
     ),
     NamedMutant(
         "reconsume",
@@ -53,7 +53,7 @@ NAMED: tuple[NamedMutant, ...] = (
         RETRY_SEND_THEN_ACK,
         """        consumer.acknowledge(message)
         return None""",
-        ("tests/test_reconsume.py",),
+        ("tests/unit/test_reconsume.py",),
     ),
     NamedMutant(
         "reconsume",
@@ -64,7 +64,7 @@ NAMED: tuple[NamedMutant, ...] = (
     @staticmethod""",
         """
     @staticmethod""",
-        ("tests/test_reconsume.py",),
+        ("tests/unit/test_reconsume.py",),
     ),
     NamedMutant(
         "early",
@@ -72,7 +72,9 @@ NAMED: tuple[NamedMutant, ...] = (
         "consumers/worker.py",
         "        if due > self._clock():\n",
         "        if False:\n",
-        ("tests/test_worker.py::test_an_early_message_is_held_until_due_by_the_worker_clock",),
+        (
+            "tests/integration/test_worker.py::test_an_early_message_is_held_until_due_by_the_worker_clock",
+        ),
     ),
     NamedMutant(
         "early",
@@ -80,52 +82,52 @@ NAMED: tuple[NamedMutant, ...] = (
         "consumers/early.py",
         "while self._heap and self._heap[0][0] <= now:",
         "while self._heap:",
-        ("tests/test_early_gate.py",),
+        ("tests/unit/test_early_gate.py",),
     ),
     NamedMutant(
         "bookkeeper",
         "delete ignoring the version read (one ledger)",
-        "deletion/ledgers/bookkeeper.py",
+        "deletion/adapters/ledgers/bookkeeper.py",
         "return self._store.delete(self._path(ledger_id), expected_version)",
         "return self._store.delete(self._path(ledger_id))",
-        ("tests/test_stores.py",),
+        ("tests/integration/test_stores.py",),
     ),
     NamedMutant(
         "bookkeeper",
         "delete ignoring the version read (batch)",
-        "deletion/ledgers/bookkeeper.py",
+        "deletion/adapters/ledgers/bookkeeper.py",
         "[(self._path(i), versions[i]) for i in ids]",
         "[(self._path(i), ANY_VERSION) for i in ids]",
-        ("tests/test_stores.py",),
+        ("tests/integration/test_stores.py",),
     ),
     NamedMutant(
         "zookeeper",
         "delete ignoring the version read (one znode)",
-        "deletion/stores/zookeeper.py",
+        "deletion/adapters/stores/zookeeper.py",
         "self._client.delete(path, version=expected_version)",
         "self._client.delete(path)",
-        ("tests/test_stores.py",),
+        ("tests/integration/test_stores.py",),
     ),
     NamedMutant(
         "zookeeper",
         "delete ignoring the version read (pipelined batch)",
-        "deletion/stores/zookeeper.py",
+        "deletion/adapters/stores/zookeeper.py",
         "self._client.delete_async(path, version)",
         "self._client.delete_async(path)",
-        ("tests/test_stores.py",),
+        ("tests/integration/test_stores.py",),
     ),
     NamedMutant(
         "zookeeper",
         "a version conflict in a batch reported as gone",
-        "deletion/stores/zookeeper.py",
+        "deletion/adapters/stores/zookeeper.py",
         "    except BadVersionError:\n        return Deletion.CHANGED",
         "    except BadVersionError:\n        return Deletion.GONE",
-        ("tests/test_stores.py",),
+        ("tests/integration/test_stores.py",),
     ),
     NamedMutant(
         "references",
         "a corrupt cursor value skipped",
-        "deletion/references.py",
+        "deletion/domain/references.py",
         "    parse(cursor, node.data, path)\n",
         "    try:\n        parse(cursor, node.data, path)\n"
         "    except DecodeError:\n        return []\n",
@@ -134,7 +136,7 @@ NAMED: tuple[NamedMutant, ...] = (
     NamedMutant(
         "references",
         "the in-use reader ignoring cursor ledgers",
-        "deletion/references.py",
+        "deletion/domain/references.py",
         '        found.extend(_cursor_references(store, f"{path}/{cursor_name}", cursor_name))\n',
         "        pass\n",
         WALK,
@@ -142,7 +144,7 @@ NAMED: tuple[NamedMutant, ...] = (
     NamedMutant(
         "pulsar_metadata",
         "the in-use reader ignoring schema ledgers",
-        "deletion/pulsar_metadata.py",
+        "deletion/adapters/pulsar_metadata.py",
         "schemas = schema_references(self._store, schema_path(topic)) or []",
         "schemas = []",
         WALK,
@@ -150,23 +152,23 @@ NAMED: tuple[NamedMutant, ...] = (
     NamedMutant(
         "decision",
         "a snapshot read before the due time trusted",
-        "deletion/decision.py",
+        "deletion/domain/decision.py",
         "    if snapshot.fetched_at < due:\n",
         "    if False:\n",
-        ("tests/test_decision.py",),
+        ("tests/unit/test_decision.py",),
     ),
     NamedMutant(
         "decision",
         "a ledger above the largest referenced deleted without the age rule",
-        "deletion/decision.py",
+        "deletion/domain/decision.py",
         "    return Decision(Verdict.DELETE, why, needs_age=True)",
         "    return Decision(Verdict.DELETE, why)",
-        ("tests/test_decision.py",),
+        ("tests/unit/test_decision.py",),
     ),
     NamedMutant(
         "deleter",
         "the age rule skipped (needs_age ignored)",
-        "consumers/deleter.py",
+        "deletion/domain/deleter.py",
         "        if not ruling.needs_age:\n            return ruling\n",
         "        return ruling\n",
         (HANDLER, DELETER),
@@ -174,7 +176,7 @@ NAMED: tuple[NamedMutant, ...] = (
     NamedMutant(
         "deleter",
         "ownership checked after age instead of before",
-        "consumers/deleter.py",
+        "deletion/domain/deleter.py",
         OWNERSHIP_THEN_AGE,
         "        if record is not None and ruling.needs_age:\n"
         "            aged = decide_age(\n"
@@ -187,7 +189,7 @@ NAMED: tuple[NamedMutant, ...] = (
     NamedMutant(
         "deleter",
         "the in-use look-up ignoring the due time (no fresh_after)",
-        "consumers/deleter.py",
+        "deletion/domain/deleter.py",
         "self.in_use.lookup(topic, fresh_after)",
         "self.in_use.lookup(topic)",
         (HANDLER, DELETER),
@@ -195,7 +197,7 @@ NAMED: tuple[NamedMutant, ...] = (
     NamedMutant(
         "deleter",
         "an unchecked message decided on a cached snapshot",
-        "consumers/deleter.py",
+        "deletion/domain/deleter.py",
         "fresh_after = due if info.check_ledger_still_in_use else self._clock()",
         "fresh_after = due",
         (HANDLER, DELETER),
@@ -203,7 +205,7 @@ NAMED: tuple[NamedMutant, ...] = (
     NamedMutant(
         "deleter",
         "delete ignoring the version read (deleter)",
-        "consumers/deleter.py",
+        "deletion/domain/deleter.py",
         "versions[info.ledger_id] = record.version",
         "versions[info.ledger_id] = -1",
         (HANDLER, DELETER),
@@ -227,18 +229,18 @@ NAMED: tuple[NamedMutant, ...] = (
     NamedMutant(
         "admin",
         "a topic 404 read as no schema ledgers",
-        "deletion/admin.py",
+        "deletion/adapters/admin_api.py",
         "TopicLedgers(topic, False, self._schema_ledgers(topic), fetched_at)",
         "TopicLedgers(topic, False, frozenset(), fetched_at)",
-        ("tests/test_admin_api.py",),
+        ("tests/integration/test_admin_api.py",),
     ),
     NamedMutant(
         "admin",
         "proxy settings from the environment trusted (token rerouted)",
-        "deletion/admin_http.py",
+        "transport/admin_http.py",
         "            trust_env=False,",
         "            trust_env=True,",
-        ("tests/test_admin_api.py",),
+        ("tests/integration/test_admin_api.py",),
     ),
 )
 

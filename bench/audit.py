@@ -7,7 +7,7 @@
    and Python sets, one process each, computing the same orphan candidates. Spark is timed
    after a small warm-up run (a one-off CLI run also pays the JVM's warm-up, ~10 s).
 2. ZooKeeper: 100k ledger znodes in BookKeeper's layout on a real server (started here the
-   way tests/harness/zookeeper.py does, unless --zookeeper is given), scanned by Spark (one
+   way harness/zookeeper.py does, unless --zookeeper is given), scanned by Spark (one
    kazoo client per partition) and by the same code in one process with one client.
 
 `--quick` shrinks both to seconds (the test suite runs it); `--json` ends with one JSON line.
@@ -38,11 +38,11 @@ from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
 from audit.session import open_session
 from audit.transform import unreferenced
-from deletion.decision import pulsar_custom_metadata
-from deletion.ledgers import bookkeeper_metadata as bk
-from deletion.message import LedgerComponent
-from deletion.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
-from deletion.topics import NamespaceName, TopicName
+from deletion.domain.decision import pulsar_custom_metadata
+from deletion.domain.message import LedgerComponent
+from deletion.domain.topics import NamespaceName, TopicName
+from deletion.wire import bookkeeper_metadata as bk
+from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 
 T = TypeVar("T")
 DAY_MS = 86_400_000
@@ -275,7 +275,7 @@ def run(quick: bool, zookeeper: str | None, console: Console) -> dict[str, Any]:
             if zookeeper is not None:
                 zk = bench_zookeeper(session.spark, zookeeper, znodes, console)
             else:
-                from tests.harness.zookeeper import ZooKeeperServer
+                from harness.zookeeper import ZooKeeperServer
 
                 server = ZooKeeperServer(Path(tmp) / "zookeeper").start()
                 try:

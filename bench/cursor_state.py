@@ -24,13 +24,13 @@ from rich.console import Console
 from rich.table import Table
 
 from cursor import AckState, CursorSettings, Position, RangeEncoding
-from cursor.bitmap import LedgerBitmap
-from cursor.capture import apply_ranges
-from cursor.chunking import find_latest, write
-from cursor.content import WireRanges
-from cursor.full_state import FullStatePersistence
-from deletion.ledgers.sqlite import SqliteLedgerStorage
-from deletion.proto.ml_data_formats_pb2 import CompressionType, PositionInfo
+from cursor.ack.bitmap import LedgerBitmap
+from cursor.persistence.capture import apply_ranges
+from cursor.persistence.chunking import find_latest, write
+from cursor.persistence.full_state import FullStatePersistence
+from cursor.wire.content import WireRanges
+from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.wire.proto.ml_data_formats_pb2 import CompressionType, PositionInfo
 
 T = TypeVar("T")
 FULL_SIZES = (1_000_000, 10_000_000)

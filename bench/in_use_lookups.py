@@ -20,12 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from deletion.ports import MetadataStore, Node
-from deletion.topics import java_url_decode
-from ledger_janitor.wiring import Sidecar, open_sidecar
-from tests.harness.janitor import Recorder
-
-from ._common import (
+from bench._common import (
     Services,
     console_for,
     enqueue_then_commit,
@@ -38,6 +33,10 @@ from ._common import (
     services,
     topics_over,
 )
+from deletion.domain.ports import MetadataStore, Node
+from deletion.domain.topics import java_url_decode
+from harness.janitor import Recorder
+from ledger_janitor.wiring import Sidecar, open_sidecar
 
 TTL_SECONDS = 600
 
@@ -75,7 +74,7 @@ class CountingStore:
 
 def handle_all(sidecar: Sidecar, expected: int, ttl: int) -> tuple[float, dict[str, int], Any]:
     counting = CountingStore(sidecar.metadata)
-    sidecar.metadata = counting  # type: ignore[assignment]
+    sidecar.metadata = counting
     sidecar.config = sidecar.config.with_overrides(in_use_ledgers_cache_ttl_seconds=ttl)
     recorder = Recorder()
     worker = sidecar.worker(on_result=recorder, refresh_interval_seconds=1.0)

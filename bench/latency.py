@@ -16,19 +16,13 @@ the raw broker round trip (send -> receive, no delay) is measured for comparison
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pulsar
 
-from consumers.handler import Outcome
-from deletion import message
-from deletion.pulsar_metadata import ManagedLedgerWriter
-from deletion.topics import NamespaceName, TopicName
-from ledger_janitor.wiring import open_sidecar
-from tests.harness.janitor import Recorder
-
-from ._common import (
+from bench._common import (
     Services,
     console_for,
     finish,
@@ -40,6 +34,12 @@ from ._common import (
     seed,
     services,
 )
+from consumers.handler import Outcome
+from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
+from deletion.domain import message
+from deletion.domain.topics import NamespaceName, TopicName
+from harness.janitor import Recorder
+from ledger_janitor.wiring import open_sidecar
 
 # The producer stamps the publish time in whole milliseconds, after our clock read.
 SKEW_SECONDS = 0.002
@@ -64,7 +64,7 @@ def measure(svc: Services, messages: int, delay: float, rate: float) -> dict[str
             sent[ledger_id] = time.time()
             sidecar.phase_one.enqueue_then_commit(
                 [pending(topic, ledger_id)],
-                lambda ledger_id=ledger_id: writer.remove_ledgers(topic, [ledger_id]),
+                partial(writer.remove_ledgers, topic, [ledger_id]),
             )
         recorder.wait_for(lambda results: len(results) >= messages, timeout=delay + 600)
         worker.stop()

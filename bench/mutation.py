@@ -22,21 +22,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._common import console_for, finish, quiet, render
-from ._mutmut import PACKAGES, Verdicts, base_settings, run_mutmut, scratch_copy
-from ._named import NAMED, run_named
+from bench._common import console_for, finish, quiet, render
+from bench._mutmut import PACKAGES, Verdicts, base_settings, run_mutmut, scratch_copy
+from bench._named import NAMED, run_named
 
-STORES = "tests/test_stores.py"
-RACING = "tests/test_concurrent_delete.py::test_racing_deletes_of_one_ledger_succeed_exactly_once"
-ZK_STORE = "deletion.stores.zookeeper."
+STORES = "tests/integration/test_stores.py"
+RACING = (
+    "tests/integration/test_concurrent_delete.py"
+    "::test_racing_deletes_of_one_ledger_succeed_exactly_once"
+)
+ZK_STORE = "deletion.adapters.stores.zookeeper."
 ZK_METHOD = ZK_STORE + "xǁZooKeeperMetadataStoreǁ"
-METADATA = "deletion.pulsar_metadata."
-ADMIN = "deletion.admin."
-ADMIN_HTTP = "deletion.admin_http."
-HANDLER = "tests/test_handler.py"
-DELETER = "tests/test_deleter.py"
+METADATA = "deletion.adapters.pulsar_metadata."
+ADMIN = "deletion.adapters.admin_api."
+ADMIN_HTTP = "transport.admin_http."
+HANDLER = "tests/unit/test_handler.py"
+DELETER = "tests/unit/test_deleter.py"
 # The reference walk, through the worker's in-use reader, on SQLite and a real ZooKeeper.
-WALK = ("tests/test_pulsar_metadata.py", "tests/test_metadata_codec.py")
+WALK = ("tests/integration/test_pulsar_metadata.py", "tests/integration/test_metadata_codec.py")
 
 
 @dataclass(frozen=True)
@@ -51,19 +54,23 @@ class Module:
 
 MODULES: tuple[Module, ...] = (
     Module(
-        "reconsume", "consumers/reconsume.py", ("tests/test_reconsume.py", "tests/test_handler.py")
+        "reconsume",
+        "consumers/reconsume.py",
+        ("tests/unit/test_reconsume.py", "tests/unit/test_handler.py"),
     ),
-    Module("early", "consumers/early.py", ("tests/test_early_gate.py",)),
-    Module("bookkeeper", "deletion/ledgers/bookkeeper.py", (STORES, RACING), zookeeper=True),
+    Module("early", "consumers/early.py", ("tests/unit/test_early_gate.py",)),
+    Module(
+        "bookkeeper", "deletion/adapters/ledgers/bookkeeper.py", (STORES, RACING), zookeeper=True
+    ),
     Module(
         "bookkeeper_metadata",
-        "deletion/ledgers/bookkeeper_metadata.py",
-        ("tests/test_proto_vectors.py", STORES),
+        "deletion/wire/bookkeeper_metadata.py",
+        ("tests/unit/test_proto_vectors.py", STORES),
         zookeeper=True,
     ),
     Module(
         "zookeeper",
-        "deletion/stores/zookeeper.py",
+        "deletion/adapters/stores/zookeeper.py",
         (STORES, RACING),
         functions=tuple(
             f"{ZK_STORE}x_{name}__mutmut_*"
@@ -74,12 +81,12 @@ MODULES: tuple[Module, ...] = (
         ),
         zookeeper=True,
     ),
-    Module("decision", "deletion/decision.py", ("tests/test_decision.py", HANDLER)),
-    Module("in_use", "deletion/in_use.py", ("tests/test_in_use_cache.py", HANDLER)),
-    Module("references", "deletion/references.py", WALK, zookeeper=True),
+    Module("decision", "deletion/domain/decision.py", ("tests/unit/test_decision.py", HANDLER)),
+    Module("in_use", "deletion/domain/in_use.py", ("tests/unit/test_in_use_cache.py", HANDLER)),
+    Module("references", "deletion/domain/references.py", WALK, zookeeper=True),
     Module(
         "pulsar_metadata",
-        "deletion/pulsar_metadata.py",
+        "deletion/adapters/pulsar_metadata.py",
         WALK,
         # The writers only plant fixtures; the in-use adapter is what the worker trusts.
         functions=(f"{METADATA}xǁMetadataInUseLedgersǁ*__mutmut_*",),
@@ -87,8 +94,8 @@ MODULES: tuple[Module, ...] = (
     ),
     Module(
         "admin",
-        "deletion/admin.py",
-        ("tests/test_admin_api.py",),
+        "deletion/adapters/admin_api.py",
+        ("tests/integration/test_admin_api.py",),
         # What the snapshot is made of: the answer's parsing, 404s, redirects, errors. Not
         # the constructor's settings checks, repr or TLS set-up (trust_env is a named mutant).
         functions=tuple(
@@ -108,8 +115,12 @@ MODULES: tuple[Module, ...] = (
     ),
     Module(
         "admin_http",
-        "deletion/admin_http.py",
-        ("tests/test_admin_http.py", "tests/test_admin_api.py", "tests/test_topic_setup.py"),
+        "transport/admin_http.py",
+        (
+            "tests/integration/test_admin_http.py",
+            "tests/integration/test_admin_api.py",
+            "tests/integration/test_topic_setup.py",
+        ),
         # Redirects, errors and reasons; not the constructor's settings checks or TLS set-up.
         functions=(
             *(
@@ -119,7 +130,7 @@ MODULES: tuple[Module, ...] = (
             f"{ADMIN_HTTP}x__redirect_method__mutmut_*",
         ),
     ),
-    Module("deleter", "consumers/deleter.py", (HANDLER, DELETER)),
+    Module("deleter", "deletion/domain/deleter.py", (HANDLER, DELETER)),
     Module("received", "consumers/received.py", (HANDLER,)),
 )
 BY_KEY = {module.key: module for module in MODULES}
@@ -161,7 +172,7 @@ def shared_zookeeper(root: Path, needed: bool) -> Iterator[str | None]:
     if not needed:
         yield None
         return
-    from tests.harness.zookeeper import ZooKeeperServer
+    from harness.zookeeper import ZooKeeperServer
 
     server = ZooKeeperServer(root / "zookeeper").start()
     try:

@@ -29,15 +29,7 @@ from typing import Any
 
 import pulsar
 
-from deletion import message
-from deletion.ledgers import bookkeeper_metadata as bk
-from deletion.message import LedgerComponent
-from deletion.message_properties import DELAY_TIME
-from deletion.topics import SUBSCRIPTION, NamespaceName, TopicName
-from ledger_janitor.wiring import open_sidecar
-from tests.harness.janitor import Recorder
-
-from ._common import (
+from bench._common import (
     Services,
     console_for,
     create_ledgers,
@@ -54,6 +46,13 @@ from ._common import (
     timed,
     topics_over,
 )
+from deletion.domain import message
+from deletion.domain.message import LedgerComponent
+from deletion.domain.message_properties import DELAY_TIME
+from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
+from deletion.wire import bookkeeper_metadata as bk
+from harness.janitor import Recorder
+from ledger_janitor.wiring import open_sidecar
 
 TARGET_RATIO = 0.5
 

@@ -13,7 +13,7 @@ import javaproperties
 
 from config.fields import FieldSpec, is_plain_boolean, unknown_key_message
 from config.settings import SPECS, ServiceConfiguration
-from ledger_janitor.errors import ConfigurationError
+from core.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 ENV_PREFIX: Final = "LEDGER_JANITOR_"

@@ -8,7 +8,7 @@ from typing import Any, Final
 from config.fields import COMPRESSION_TYPES, FieldSpec, unknown_key_message
 from config.fields import setting as _setting
 from config.urls import STORE_URL_FORMS
-from ledger_janitor.errors import ConfigurationError
+from core.errors import ConfigurationError
 
 
 @dataclass(frozen=True)

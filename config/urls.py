@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from ledger_janitor.errors import ConfigurationError
+from core.errors import ConfigurationError
 
 STORE_URL_FORMS: Final = "zk:host:port[,host:port][/chroot] or sqlite:PATH"
 

@@ -17,19 +17,18 @@ from typing import Any
 
 import pulsar
 
-from deletion import message
-from deletion import message_properties as props
-from deletion.clock import EpochSeconds
-from deletion.decision import Verdict
-from deletion.message import PendingDeleteLedgerInfo
-from deletion.ports import MetadataStore
-from deletion.topics import ARCHIVE_SUBSCRIPTION, ARCHIVE_TOPIC, NamespaceName, TopicName
-from ledger_janitor.broker import java_message_id
-from ledger_janitor.errors import DecodeError
-from producers import PhaseOne, ProducerPool
-
-from .handler import DeletionHandler
-from .metrics import WorkerMetrics
+from consumers.handler import DeletionHandler
+from consumers.metrics import WorkerMetrics
+from core.clock import EpochSeconds
+from core.errors import DecodeError
+from deletion.domain import message
+from deletion.domain import message_properties as props
+from deletion.domain.decision import Verdict
+from deletion.domain.message import PendingDeleteLedgerInfo
+from deletion.domain.ports import MetadataStore, PendingDeletions
+from deletion.domain.topics import ARCHIVE_SUBSCRIPTION, ARCHIVE_TOPIC, NamespaceName, TopicName
+from transport.client import java_message_id
+from transport.producer_pool import ProducerPool
 
 
 @dataclass(frozen=True)
@@ -156,7 +155,7 @@ class ArchiveDrain:
         self,
         client: pulsar.Client,
         handler: DeletionHandler,
-        phase_one: PhaseOne,
+        phase_one: PendingDeletions,
         pool: ProducerPool,
         clock: Callable[[], float] = time.time,
         metrics: WorkerMetrics | None = None,

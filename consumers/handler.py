@@ -10,21 +10,20 @@ from enum import Enum
 
 import structlog
 
-from deletion import message
-from deletion.clock import EpochSeconds, WallClock, wall_clock
-from deletion.decision import Decision, SafetyMargins, Verdict
-from deletion.in_use import InUseLedgersCache
-from deletion.message import PendingDeleteLedgerInfo
-from deletion.offload.base import OffloadStorage
-from deletion.ports import LedgerStorage
-from deletion.topics import NamespaceName, namespace_of_deletion_topic
-from deletion.transient import TransientRetry
-from ledger_janitor.broker import java_message_id
-from ledger_janitor.errors import DecodeError
-
-from .deleter import Candidate, LedgerDeleter
-from .received import Acknowledger, ReceivedMessage, not_before_seconds
-from .reconsume import Reconsumer
+from consumers.received import Acknowledger, ReceivedMessage, not_before_seconds
+from consumers.reconsume import Reconsumer
+from core.clock import EpochSeconds, WallClock, wall_clock
+from core.errors import DecodeError
+from core.retry import TransientRetry
+from deletion.domain import message
+from deletion.domain.decision import Decision, SafetyMargins, Verdict
+from deletion.domain.deleter import Candidate, LedgerDeleter
+from deletion.domain.in_use import InUseLedgersCache
+from deletion.domain.message import PendingDeleteLedgerInfo
+from deletion.domain.offload_port import OffloadStorage
+from deletion.domain.ports import LedgerStorage
+from deletion.domain.topics import NamespaceName, namespace_of_deletion_topic
+from transport.client import java_message_id
 
 log = structlog.get_logger(__name__)
 

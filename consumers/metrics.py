@@ -13,10 +13,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from deletion.in_use import InUseLedgersCache
-from deletion.topics import NamespaceName
-
-from .handler import HandlingResult, Outcome
+from consumers.handler import HandlingResult, Outcome
+from deletion.domain.in_use import InUseLedgersCache
+from deletion.domain.topics import NamespaceName
 
 PREFIX = "ledger_janitor"
 OTHER = "other"

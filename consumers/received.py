@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from deletion.clock import EpochSeconds
-from deletion.message_properties import delay_ms
+from core.clock import EpochSeconds
+from deletion.domain.message_properties import delay_ms
 
 
 class ReceivedMessage(Protocol):

@@ -26,13 +26,12 @@ from dataclasses import dataclass
 
 import structlog
 
-from deletion import message_properties as props
-from deletion.topics import NamespaceName, TopicName
-from ledger_janitor.broker import java_message_id
-from ledger_janitor.errors import DecodeError
-from producers.pool import ProducerPool
-
-from .received import Acknowledger, ReceivedMessage
+from consumers.received import Acknowledger, ReceivedMessage
+from core.errors import DecodeError
+from deletion.domain import message_properties as props
+from deletion.domain.topics import NamespaceName, TopicName
+from transport.client import java_message_id
+from transport.producer_pool import ProducerPool
 
 log = structlog.get_logger(__name__)
 

@@ -14,12 +14,11 @@ from typing import Any
 import pulsar
 import structlog
 
-from deletion.topics import SUBSCRIPTION, NamespaceName, namespace_of_deletion_topic
-from ledger_janitor.errors import JanitorError
-
-from .early import EarlyDeliveryGate
-from .handler import DeletionHandler, HandlingResult
-from .metrics import WorkerMetrics
+from consumers.early import EarlyDeliveryGate
+from consumers.handler import DeletionHandler, HandlingResult
+from consumers.metrics import WorkerMetrics
+from core.errors import JanitorError
+from deletion.domain.topics import SUBSCRIPTION, NamespaceName, namespace_of_deletion_topic
 
 log = structlog.get_logger(__name__)
 # How often idle threads look up from their queue to see whether the worker is stopping.

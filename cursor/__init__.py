@@ -8,10 +8,15 @@
   rotation that hands old cursor ledgers to phase one of the two-phase deletion.
 """
 
-from .ack_state import AckState
-from .capture import PersistReport, capture, restore
-from .compression import compress, decompress
-from .content import (
+from cursor.ack.ack_state import AckState
+from cursor.ack.positions import LedgerLayout, Position
+from cursor.durable.durable_cursor import CursorStores, DurableCursor
+from cursor.durable.gate import AckStateGate
+from cursor.durable.rotation import Rotation, RotationOutcome
+from cursor.persistence.capture import PersistReport, capture, restore
+from cursor.persistence.settings import CursorSettings
+from cursor.wire.compression import compress, decompress
+from cursor.wire.content import (
     BatchIndexes,
     CursorInfoContent,
     LedgerBits,
@@ -19,13 +24,8 @@ from .content import (
     RangeEncoding,
     WireRanges,
 )
-from .cursor_info_codec import decode_cursor_info, encode_cursor_info
-from .durable_cursor import CursorStores, DurableCursor
-from .gate import AckStateGate
-from .position_info_codec import decode_position_info, encode_position_info
-from .positions import LedgerLayout, Position
-from .rotation import Rotation, RotationOutcome
-from .settings import CursorSettings
+from cursor.wire.cursor_info_codec import decode_cursor_info, encode_cursor_info
+from cursor.wire.position_info_codec import decode_position_info, encode_position_info
 
 __all__ = [
     "AckState",

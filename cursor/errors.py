@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ledger_janitor.errors import DecodeError, JanitorError
+from core.errors import DecodeError, JanitorError
 
 
 class AckStateError(JanitorError):

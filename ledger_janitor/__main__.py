@@ -1,3 +1,3 @@
-from .cli import main
+from ledger_janitor.cli import main
 
 main()

@@ -19,9 +19,9 @@ from consumers.archive import (
     discover_archive_namespaces,
     list_archive,
 )
-from deletion.topics import NamespaceName
-
-from .cli_options import (
+from core.errors import ConfigurationError
+from deletion.domain.topics import NamespaceName
+from ledger_janitor.cli_options import (
     AsJson,
     BrokerOpt,
     ConfigFile,
@@ -29,8 +29,7 @@ from .cli_options import (
     Settings,
     sidecar_for,
 )
-from .console import plain_console
-from .errors import ConfigurationError
+from ledger_janitor.console import plain_console
 
 archive_app = typer.Typer(
     rich_markup_mode=None,  # help texts show [brackets] literally

@@ -11,15 +11,14 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from audit.cli import audit_command
 from config import describe
-from cursor.cli import cursor_app
-from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
-from deletion.topics import TopicName
-
-from . import __version__
-from .archive_cli import archive_app
-from .cli_options import (
+from core.errors import JanitorError
+from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.topics import TopicName
+from ledger_janitor import __version__
+from ledger_janitor.archive_cli import archive_app
+from ledger_janitor.audit_cli import audit_command
+from ledger_janitor.cli_options import (
     BrokerOpt,
     ConfigFile,
     MetadataStoreOpt,
@@ -30,8 +29,8 @@ from .cli_options import (
     setup_logging,
     sidecar_for,
 )
-from .console import ReportingGroup, plain_console
-from .errors import JanitorError
+from ledger_janitor.console import ReportingGroup, plain_console
+from ledger_janitor.cursor_cli import cursor_app
 
 app = typer.Typer(
     cls=ReportingGroup,
@@ -124,7 +123,7 @@ def run(
     In-flight deletions finish; anything not yet handled stays unacked for redelivery.
     Serves /metrics, /health and /ready on metricsPort.
     """
-    from .sidecar_run import run_sidecar
+    from ledger_janitor.sidecar_run import run_sidecar
 
     setup_logging(verbose=not quiet)
     config = load(config_file, settings, metadata_store, broker_url).config
@@ -179,7 +178,7 @@ def demo(
     verbose: Verbose = False,
 ) -> None:
     """Run the whole protocol on this machine: embedded broker, SQLite stores, a worker."""
-    from .demo import run_demo
+    from ledger_janitor.demo import run_demo
 
     setup_logging(verbose)
     summary = run_demo(workdir, plain_console(stderr=as_json))

@@ -13,13 +13,13 @@ import pulsar
 import typer
 
 from config import CONFIG_FILE_ENV, LoadedConfiguration, load_configuration
-
-from . import broker, logs
-from .errors import JanitorError
-from .reachability import PROBE_SECONDS, unreachable
+from core.errors import JanitorError
+from ledger_janitor import logs
+from ledger_janitor.reachability import PROBE_SECONDS, unreachable
+from transport import client as broker
 
 if TYPE_CHECKING:
-    from .wiring import Sidecar
+    from ledger_janitor.wiring import Sidecar
 
 ConfigFile = Annotated[
     Path | None,
@@ -66,7 +66,7 @@ def sidecar_for(
     broker_url: str | None,
 ) -> Iterator[Sidecar]:
     """A short-lived sidecar (stores, client, producers) for one command, then closed."""
-    from .wiring import open_sidecar
+    from ledger_janitor.wiring import open_sidecar
 
     setup_logging(False)
     config = load(config_file, settings, metadata_store, broker_url).config

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
-from .errors import JanitorError
+from core.errors import JanitorError
 
 
 def plain_console(stderr: bool = False) -> Console:

@@ -23,14 +23,13 @@ from rich.text import Text
 
 from config import ServiceConfiguration
 from consumers.handler import HandlingResult, Outcome
-from deletion.ledgers.sqlite import SqliteLedgerStorage
-from deletion.message import LedgerComponent, encode
-from deletion.pulsar_metadata import MetadataInUseLedgers
-from deletion.topics import NamespaceName, TopicName
-
-from .embedded import EmbeddedBroker
-from .seeding import SeededTopic, TopicSeeder, pending
-from .wiring import Sidecar, open_sidecar
+from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
+from deletion.domain.message import LedgerComponent, encode
+from deletion.domain.topics import NamespaceName, TopicName
+from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending
+from ledger_janitor.wiring import Sidecar, open_sidecar
 
 NAMESPACES = ("demo/orders", "demo/payments", "demo/audit")
 # Local names that Pulsar must URL-encode: a wrong encoding would make them look unused.

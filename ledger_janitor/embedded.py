@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BrokerError
+from core.errors import BrokerError
 
 
 def free_port() -> int:

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from deletion.decision import pulsar_custom_metadata
-from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
-from deletion.ports import MetadataStore
-from deletion.pulsar_metadata import ManagedLedgerWriter
-from deletion.topics import TopicName
+from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
+from deletion.domain.decision import pulsar_custom_metadata
+from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.ports import MetadataStore
+from deletion.domain.topics import TopicName
 
 
 class LedgerFactory(Protocol):

@@ -18,11 +18,10 @@ from prometheus_client import CollectorRegistry
 from config import ServiceConfiguration
 from consumers.metrics import WorkerMetrics
 from consumers.worker import DeletionWorker
-
-from .endpoint import OperationsEndpoint
-from .errors import BrokerError, LedgerStorageError, MetadataError
-from .reachability import PROBE_SECONDS, unreachable
-from .wiring import Sidecar, open_sidecar
+from core.errors import BrokerError, LedgerStorageError, MetadataError
+from ledger_janitor.endpoint import OperationsEndpoint
+from ledger_janitor.reachability import PROBE_SECONDS, unreachable
+from ledger_janitor.wiring import Sidecar, open_sidecar
 
 log = structlog.get_logger(__name__)
 FIRST_RETRY_SECONDS = 1.0

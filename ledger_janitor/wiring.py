@@ -15,28 +15,27 @@ from consumers.handler import DeletionHandler, HandlingResult
 from consumers.metrics import WorkerMetrics
 from consumers.reconsume import Reconsumer, RetryPolicy
 from consumers.worker import DeletionWorker, WorkerSettings
-from deletion.admin import AdminApiInUseLedgers
-from deletion.clock import WallClock, wall_clock
-from deletion.decision import SafetyMargins
-from deletion.in_use import InUseLedgersCache
-from deletion.ledgers.bookie_http import BookieHttpLedgerStorage
-from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
-from deletion.ledgers.sqlite import SqliteLedgerStorage
-from deletion.namespaces import NamespaceRegistry, discover_deletion_namespaces
-from deletion.offload.base import OffloadStorage
-from deletion.ports import InUseLedgers, LedgerStorage, MetadataStore
-from deletion.pulsar_metadata import MetadataInUseLedgers
-from deletion.stores.sqlite import SqliteMetadataStore
-from deletion.stores.zookeeper import ZooKeeperMetadataStore
-from deletion.topics import NamespaceName
+from core.clock import WallClock, wall_clock
+from core.errors import ConfigurationError, JanitorError
+from deletion.adapters.admin_api import AdminApiInUseLedgers
+from deletion.adapters.ledgers.bookie_http import BookieHttpLedgerStorage
+from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
+from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
+from deletion.adapters.stores.sqlite import SqliteMetadataStore
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+from deletion.domain.decision import SafetyMargins
+from deletion.domain.in_use import InUseLedgersCache
+from deletion.domain.namespaces import NamespaceRegistry, discover_deletion_namespaces
+from deletion.domain.offload_port import OffloadStorage
+from deletion.domain.ports import InUseLedgers, LedgerStorage, MetadataStore
+from deletion.domain.topics import NamespaceName
 from producers import PhaseOne, ProducerPool
 from producers.admin_rest import AdminRest
 from producers.namespace_policies import policy_risks
 from producers.topic_setup import AdminTopicSetup, ClientTopicSetup, PreparedNamespaces
-
-from . import broker
-from .auth import token_from
-from .errors import ConfigurationError, JanitorError
+from transport import client as broker
+from transport.auth import token_from
 
 
 def open_metadata_store(url: StoreUrl, timeout: float) -> MetadataStore:
@@ -60,7 +59,7 @@ def open_ledger_storage(url: StoreUrl, timeout: float, bookie_http: str = "") ->
 
 def open_offload_storage(config: ServiceConfiguration) -> OffloadStorage | None:
     """An OffloadRouter for the configured tiered storage, or None when none is configured."""
-    from deletion.offload import (
+    from deletion.adapters.offload import (
         S3_DRIVERS,
         FileSystemOffloadStorage,
         OffloadRouter,

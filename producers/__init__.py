@@ -1,6 +1,6 @@
 """Phase one: enqueue delayed pending deletions before metadata is committed."""
 
-from .phase_one import PhaseOne
-from .pool import ProducerPool
+from producers.phase_one import PhaseOne
+from transport.producer_pool import ProducerPool
 
 __all__ = ["PhaseOne", "ProducerPool"]

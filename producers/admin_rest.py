@@ -1,6 +1,6 @@
 """The broker admin REST calls that set topics up and read namespace policies.
 
-Through the one admin transport (`deletion/admin_http.py`): redirects followed by hand,
+Through the one admin transport (`transport/admin_http.py`): redirects followed by hand,
 keeping the token.
 """
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 
-from deletion.admin import rest_path
-from deletion.admin_http import AdminHttp
-from deletion.topics import NamespaceName, TopicName
-from ledger_janitor.errors import MetadataError, TransientMetadataError
+from core.errors import MetadataError, TransientMetadataError
+from deletion.adapters.admin_api import rest_path
+from deletion.domain.topics import NamespaceName, TopicName
+from transport.admin_http import AdminHttp
 
 
 class AdminRest:

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from deletion.topics import ARCHIVE_SUBSCRIPTION, NamespaceName
-
-from .admin_rest import AdminRest
+from deletion.domain.topics import ARCHIVE_SUBSCRIPTION, NamespaceName
+from producers.admin_rest import AdminRest
 
 NO_SUBSCRIPTIONS = "delete_when_no_subscriptions"
 

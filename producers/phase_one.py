@@ -11,13 +11,12 @@ from typing import Any, TypeVar
 
 import structlog
 
-from deletion import message
-from deletion.message import PendingDeleteLedgerInfo
-from deletion.message_properties import DELAY_TIME
-from deletion.namespaces import NamespaceRegistry
-from ledger_janitor.errors import EnqueueError, JanitorError
-
-from .pool import ProducerPool
+from core.errors import EnqueueError, JanitorError
+from deletion.domain import message
+from deletion.domain.message import PendingDeleteLedgerInfo
+from deletion.domain.message_properties import DELAY_TIME
+from deletion.domain.namespaces import NamespaceRegistry
+from transport.producer_pool import ProducerPool
 
 T = TypeVar("T")
 log = structlog.get_logger(__name__)

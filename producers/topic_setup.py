@@ -25,16 +25,15 @@ from collections.abc import Callable
 
 import pulsar
 
-from deletion.topics import (
+from deletion.domain.topics import (
     ARCHIVE_SUBSCRIPTION,
     DELETION_TOPIC,
     SUBSCRIPTION,
     NamespaceName,
     TopicName,
 )
-from ledger_janitor.broker import translate
-
-from .admin_rest import AdminRest
+from producers.admin_rest import AdminRest
+from transport.client import translate
 
 EARLIEST = {"ledgerId": -1, "entryId": -1}  # MessageId.earliest, as ResetCursorData
 

@@ -18,4 +18,5 @@ python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 ruff check .
 ruff format --check .
 mypy
+lint-imports  # the layer contracts in pyproject.toml
 python3 -m pytest "$@"

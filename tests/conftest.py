@@ -15,16 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from deletion.topics import NamespaceName
+from deletion.domain.topics import NamespaceName
+from harness.janitor import Backend, JanitorFactory, sqlite_backend, zookeeper_backend
+from harness.leaks import SESSION_ENV, survivors
+from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.embedded import EmbeddedBroker
-
-from .harness.janitor import Backend, JanitorFactory, sqlite_backend, zookeeper_backend
-from .harness.leaks import SESSION_ENV, survivors
-from .harness.zookeeper import ZooKeeperServer
 
 # A ZooKeeper someone else runs and stops (bench/mutation.py shares one across its forked
 # test runs, so that a run killed on a time-out leaves no server behind).
 EXTERNAL_ZOOKEEPER_ENV = "LEDGER_JANITOR_TEST_ZOOKEEPER"
+
+# The cursor tests' fixtures, shared by tests/unit/cursor and tests/integration/cursor.
+pytest_plugins = ["harness.cursor_fixtures"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

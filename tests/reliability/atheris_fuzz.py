@@ -20,7 +20,9 @@ import sys
 import atheris
 
 # Our code only: instrumenting every loaded module (numpy included) takes half a minute.
-with atheris.instrument_imports(include=["cursor", "deletion", "ledger_janitor", "config"]):
+with atheris.instrument_imports(
+    include=["core", "transport", "cursor", "deletion", "ledger_janitor", "config"]
+):
     from tests.reliability.fuzzing import CEILING, TARGETS, Memory, Target, measure, violations
 
 from tests.reliability.faulty_decoders import FAULTY  # for the harness's own test

@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 import structlog
 
+from harness.zookeeper import ZooKeeperServer
 from ledger_janitor import logs
 from ledger_janitor.embedded import EmbeddedBroker
-
-from ..harness.zookeeper import ZooKeeperServer
-from .sandbox import Sandbox
-from .support import kill_leftovers
+from tests.reliability.sandbox import Sandbox
+from tests.reliability.support import kill_leftovers
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ctypes
 import time
 
-from .fuzzing import Target
+from tests.reliability.fuzzing import Target
 
 _libc = ctypes.CDLL(None)
 _libc.malloc.restype = ctypes.c_void_p

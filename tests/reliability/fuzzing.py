@@ -15,18 +15,18 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cursor import compression
-from cursor.chunking import ChunkFooter, join
-from cursor.cursor_info_codec import decode_cursor_info
-from cursor.position_info_codec import decode_position_info
-from deletion import message
-from deletion.ledgers import bookkeeper_metadata
-from deletion.metadata_codec import MAX_UNCOMPRESSED, unwrap
-from deletion.proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
-from deletion.proto.schema_storage_format_pb2 import SchemaLocator
-from deletion.pulsar_metadata import parse
-from deletion.topics import TopicName
-from ledger_janitor.errors import DecodeError
+from core.errors import DecodeError
+from cursor.persistence.chunking import ChunkFooter, join
+from cursor.wire import compression
+from cursor.wire.cursor_info_codec import decode_cursor_info
+from cursor.wire.position_info_codec import decode_position_info
+from deletion.adapters.pulsar_metadata import parse
+from deletion.domain import message
+from deletion.domain.topics import TopicName
+from deletion.wire import bookkeeper_metadata
+from deletion.wire.metadata_codec import MAX_UNCOMPRESSED, unwrap
+from deletion.wire.proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
+from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
 
 # Per input; CI machines are small and shared.
 MAX_SECONDS = 2.0

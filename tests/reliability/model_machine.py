@@ -23,21 +23,20 @@ from hypothesis.stateful import (
 
 from consumers.handler import DeletionHandler, HandlingResult, Outcome
 from consumers.reconsume import Reconsumer, RetryPolicy
-from deletion import message
-from deletion.clock import EpochSeconds
-from deletion.decision import SafetyMargins
-from deletion.in_use import InUseLedgersCache
-from deletion.ledgers.sqlite import SqliteLedgerStorage
-from deletion.message import LedgerComponent
-from deletion.namespaces import NamespaceRegistry
-from deletion.pulsar_metadata import MetadataInUseLedgers
-from deletion.stores.sqlite import SqliteMetadataStore
-from deletion.topics import NamespaceName, TopicName
-from deletion.transient import TransientRetry
-from ledger_janitor.errors import TransientBrokerError, TransientMetadataError
+from core.clock import EpochSeconds
+from core.errors import TransientBrokerError, TransientMetadataError
+from core.retry import TransientRetry
+from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
+from deletion.adapters.stores.sqlite import SqliteMetadataStore
+from deletion.domain import message
+from deletion.domain.decision import SafetyMargins
+from deletion.domain.in_use import InUseLedgersCache
+from deletion.domain.message import LedgerComponent
+from deletion.domain.namespaces import NamespaceRegistry
+from deletion.domain.topics import NamespaceName, TopicName
 from producers import PhaseOne
-
-from .model_world import (
+from tests.reliability.model_world import (
     CATEGORIES,
     DELAY,
     SKEW,
@@ -54,8 +53,8 @@ from .model_world import (
     Trap,
     note,
 )
-from .oracle import GroundTruth, pending
-from .raw_ledgers import SqliteLedgers
+from tests.reliability.oracle import GroundTruth, pending
+from tests.reliability.raw_ledgers import SqliteLedgers
 
 TTL = 600.0
 MIN_AGE = 3600.0  # minLedgerAgeSeconds

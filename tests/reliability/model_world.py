@@ -15,10 +15,16 @@ from typing import Any
 from hypothesis import event
 from hypothesis.errors import InvalidArgument
 
-from deletion import message
-from deletion import message_properties as props
-from deletion.ledgers.sqlite import SqliteLedgerStorage
-from deletion.ports import (
+from core.errors import (
+    TransientBrokerError,
+    TransientLedgerStorageError,
+    TransientMetadataError,
+)
+from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.adapters.stores.sqlite import SqliteMetadataStore
+from deletion.domain import message
+from deletion.domain import message_properties as props
+from deletion.domain.ports import (
     ANY_VERSION,
     InUseLedgers,
     LedgerRecord,
@@ -26,15 +32,8 @@ from deletion.ports import (
     Node,
     TopicLedgers,
 )
-from deletion.stores.sqlite import SqliteMetadataStore
-from deletion.topics import TopicName
-from ledger_janitor.errors import (
-    TransientBrokerError,
-    TransientLedgerStorageError,
-    TransientMetadataError,
-)
-
-from .raw_ledgers import SqliteLedgers
+from deletion.domain.topics import TopicName
+from tests.reliability.raw_ledgers import SqliteLedgers
 
 DELAY = 60.0  # sendDelaySeconds and reconsumeLaterSeconds
 SKEW = 10.0  # clockSkewAllowanceSeconds

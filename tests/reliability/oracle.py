@@ -22,18 +22,18 @@ from typing import Protocol
 import lz4.block
 import zstandard
 
-from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
-from deletion.ports import MetadataStore
-from deletion.proto.ml_data_formats_pb2 import (
+from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.ports import MetadataStore
+from deletion.domain.topics import TopicName
+from deletion.wire.proto.ml_data_formats_pb2 import (
     CompressionType,
     ManagedCursorInfo,
     ManagedLedgerInfo,
     ManagedLedgerInfoMetadata,
 )
-from deletion.proto.schema_storage_format_pb2 import SchemaLocator
-from deletion.topics import TopicName
+from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
 
-# --- Pulsar's names, computed here rather than by deletion.topics ----------------------------
+# --- Pulsar's names, computed here rather than by deletion.domain.topics ---
 
 _KEPT = frozenset(string.ascii_letters + string.digits + ".-*_")
 _SUFFIX = "-partition-"

@@ -29,8 +29,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from .faulty_decoders import FAULTY
-from .fuzzing import (
+from tests.reliability.faulty_decoders import FAULTY
+from tests.reliability.fuzzing import (
     CEILING,
     MALLOC_ENVIRONMENT,
     SLACK,

@@ -7,13 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 
-from deletion.message import LedgerComponent
-from deletion.topics import NamespaceName, TopicName
+from deletion.domain.message import LedgerComponent
+from deletion.domain.topics import NamespaceName, TopicName
+from harness.janitor import Backend
 from ledger_janitor.wiring import Sidecar
-
-from ..harness.janitor import Backend
-from .oracle import GroundTruth, pending
-from .raw_ledgers import RawLedgers, raw_ledgers
+from tests.reliability.oracle import GroundTruth, pending
+from tests.reliability.raw_ledgers import RawLedgers, raw_ledgers
 
 # Names that need care: a zero-padded suffix is no partition (its schema is its own, at
 # /schemas/<t>/<ns>/t-partition-01); a partition shares its base topic's schema; and a local

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import json
 
-from deletion import message
-from deletion.ledgers import bookkeeper_metadata as bk
-from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
-from deletion.metadata_codec import wrap
-from deletion.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
-from deletion.proto.ml_data_formats_pb2 import (
+from deletion.domain import message
+from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.topics import NamespaceName, TopicName
+from deletion.wire import bookkeeper_metadata as bk
+from deletion.wire.metadata_codec import wrap
+from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+from deletion.wire.proto.ml_data_formats_pb2 import (
     CompressionType,
     ManagedCursorInfo,
     ManagedLedgerInfo,
     PositionInfo,
 )
-from deletion.proto.schema_storage_format_pb2 import SchemaLocator
-from deletion.topics import NamespaceName, TopicName
+from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
 
 CODECS = [CompressionType.LZ4, CompressionType.ZLIB, CompressionType.ZSTD, CompressionType.SNAPPY]
 

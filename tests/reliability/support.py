@@ -20,14 +20,13 @@ from typing import Any
 import pulsar
 from prometheus_client.parser import text_string_to_metric_families
 
-from deletion import message
-from deletion import message_properties as props
-from deletion.message import PendingDeleteLedgerInfo
-from deletion.topics import NamespaceName
+from core.errors import DecodeError
+from deletion.domain import message
+from deletion.domain import message_properties as props
+from deletion.domain.message import PendingDeleteLedgerInfo
+from deletion.domain.topics import NamespaceName
+from harness.process import wait_until
 from ledger_janitor.embedded import EmbeddedBroker, free_port
-from ledger_janitor.errors import DecodeError
-
-from ..harness.process import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 LONG = os.environ.get("LEDGER_JANITOR_LONG_TESTS") == "1"
@@ -207,11 +206,15 @@ def start_worker(
     burn_consumer_ids: int = 0,
     env: Mapping[str, str] | None = None,
     quiet: bool = True,
-    **settings: object,
+    settings: Mapping[str, object] | None = None,
 ) -> WorkerProcess:
     port = free_port()
     # One machine, one clock: no skew to allow for.
-    settings = {"metricsPort": port, "clockSkewAllowanceSecondsOfTwoPhaseDeletion": 0, **settings}
+    settings = {
+        "metricsPort": port,
+        "clockSkewAllowanceSecondsOfTwoPhaseDeletion": 0,
+        **(settings or {}),
+    }
     overrides = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
     log, out = directory / f"{name}.log", directory / f"{name}.out"
     with log.open("ab") as stderr, out.open("ab") as stdout:

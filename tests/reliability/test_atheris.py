@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from .fuzzing import MALLOC_ENVIRONMENT, TARGETS
-from .seeds import seeds
-from .support import LONG, REPO, scaled
+from tests.reliability.fuzzing import MALLOC_ENVIRONMENT, TARGETS
+from tests.reliability.seeds import seeds
+from tests.reliability.support import LONG, REPO, scaled
 
 # Where the test extra installs atheris (see pyproject.toml); elsewhere there is no wheel.
 WHEEL = sys.platform == "linux" and platform.machine() == "x86_64" and sys.version_info < (3, 14)

@@ -32,21 +32,21 @@ from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl
 
 from config import ServiceConfiguration, load_configuration, parse_store_url
-from deletion.decision import Verdict
-from deletion.pulsar_metadata import MetadataInUseLedgers
-from deletion.stores.zookeeper import DIGEST_ENV, ZooKeeperMetadataStore
-from deletion.topics import NamespaceName, TopicName
-from ledger_janitor import broker as pulsar_broker
+from core.clock import EpochSeconds
+from core.errors import ConfigurationError, MetadataError
+from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
+from deletion.adapters.stores.zookeeper import DIGEST_ENV, ZooKeeperMetadataStore
+from deletion.domain.decision import Verdict
+from deletion.domain.topics import NamespaceName, TopicName
+from harness.janitor import ZkLedgerFactory
+from harness.process import wait_until
+from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.errors import ConfigurationError, MetadataError
 from ledger_janitor.wiring import open_sidecar
-
-from ..harness.janitor import ZkLedgerFactory
-from ..harness.process import wait_until
-from ..harness.zookeeper import ZooKeeperServer
-from .oracle import GroundTruth, ml_path, pending
-from .raw_ledgers import ZooKeeperLedgers
-from .support import start_worker
+from tests.reliability.oracle import GroundTruth, ml_path, pending
+from tests.reliability.raw_ledgers import ZooKeeperLedgers
+from tests.reliability.support import start_worker
+from transport import client as pulsar_broker
 
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 
@@ -373,7 +373,9 @@ def test_zookeeper_digest_acls(
         try:
             with pytest.raises(MetadataError):
                 MetadataInUseLedgers(blind.metadata).fetch(seeded.topic)
-            verdict = blind.handler().decide(pending(seeded.topic, released[0]), namespace, 0.0)
+            verdict = blind.handler().decide(
+                pending(seeded.topic, released[0]), namespace, EpochSeconds(0.0)
+            )
             assert verdict.verdict is Verdict.RECONSUME and "cannot tell" in verdict.reason
         finally:
             blind.close()
@@ -392,7 +394,7 @@ def test_zookeeper_digest_acls(
         broker.service_url,
         env={DIGEST_ENV: f"{USER}:{PASSWORD}"},
         quiet=False,
-        sendDelaySecondsOfTwoPhaseDeletion=0,
+        settings={"sendDelaySecondsOfTwoPhaseDeletion": 0},
     )
     raw = ZooKeeperLedgers(store.client)  # BookKeeper's tree, read with kazoo
     try:

@@ -25,17 +25,16 @@ from typing import Any
 import pytest
 
 from consumers.handler import HandlingResult, Outcome
-from deletion.decision import pulsar_custom_metadata
-from deletion.message import LedgerComponent
-from deletion.topics import NamespaceName, TopicName
+from deletion.domain.decision import pulsar_custom_metadata
+from deletion.domain.message import LedgerComponent
+from deletion.domain.topics import NamespaceName, TopicName
+from harness.janitor import Recorder
+from harness.process import wait_until
+from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.embedded import EmbeddedBroker
-
-from ..harness.janitor import Recorder
-from ..harness.process import wait_until
-from ..harness.zookeeper import ZooKeeperServer
-from .scenario import build_scenario
-from .support import scaled
-from .zk_faults import (
+from tests.reliability.scenario import build_scenario
+from tests.reliability.support import scaled
+from tests.reliability.zk_faults import (
     Fault,
     FaultyKazoo,
     Request,
@@ -48,7 +47,7 @@ from .zk_faults import (
     reply_lost,
     session_expired,
 )
-from .zk_rig import ZkRig, wait_outcomes, zk_rig
+from tests.reliability.zk_rig import ZkRig, wait_outcomes, zk_rig
 
 pytestmark = pytest.mark.timeout(scaled(120, 600))
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from .support import REPO
+from tests.reliability.support import REPO
 
 SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
     "worker_throughput": {

@@ -30,19 +30,18 @@ import pytest
 
 from consumers.handler import Outcome
 from consumers.worker import DeletionWorker
-from deletion import message
-from deletion.clock import EpochSeconds
-from deletion.message_properties import DELAY_TIME
-from deletion.topics import NamespaceName, TopicName
+from core.clock import EpochSeconds
+from deletion.domain import message
+from deletion.domain.message_properties import DELAY_TIME
+from deletion.domain.topics import NamespaceName, TopicName
+from harness.janitor import Recorder
+from harness.process import wait_until
+from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.embedded import EmbeddedBroker
 from ledger_janitor.seeding import TopicSeeder, pending
-
-from ..harness.janitor import Recorder
-from ..harness.process import wait_until
-from ..harness.zookeeper import ZooKeeperServer
-from .support import scaled
-from .zk_faults import Fault, FaultyKazoo, Request, refused
-from .zk_rig import FakeClock, ZkRig, wait_outcomes, zk_rig
+from tests.reliability.support import scaled
+from tests.reliability.zk_faults import Fault, FaultyKazoo, Request, refused
+from tests.reliability.zk_rig import FakeClock, ZkRig, wait_outcomes, zk_rig
 
 pytestmark = pytest.mark.timeout(scaled(120, 600))
 

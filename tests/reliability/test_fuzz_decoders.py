@@ -20,23 +20,22 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deletion import message
-from deletion.ledgers import bookkeeper_metadata as bk
-from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
-from deletion.metadata_codec import MAX_UNCOMPRESSED, wrap
-from deletion.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
-from deletion.proto.ml_data_formats_pb2 import (
+from core.errors import DecodeError
+from deletion.domain import message
+from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.topics import NamespaceName, TopicName, managed_ledger_path, schema_path
+from deletion.wire import bookkeeper_metadata as bk
+from deletion.wire.metadata_codec import MAX_UNCOMPRESSED, wrap
+from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+from deletion.wire.proto.ml_data_formats_pb2 import (
     CompressionType,
     ManagedCursorInfo,
     ManagedLedgerInfo,
     ManagedLedgerInfoMetadata,
     PositionInfo,
 )
-from deletion.topics import NamespaceName, TopicName, managed_ledger_path, schema_path
-from ledger_janitor.errors import DecodeError
-
-from .sandbox import Sandbox
-from .support import scaled
+from tests.reliability.sandbox import Sandbox
+from tests.reliability.support import scaled
 
 pytestmark = pytest.mark.timeout(scaled(120, 1800))
 
@@ -174,7 +173,7 @@ def test_metadata_decoders(sandbox: Sandbox, data: bytes) -> None:
 def test_cursor_state_claims_are_not_allocated_on_trust(sandbox: Sandbox, codec: int) -> None:
     """Cursor state may claim up to 2 GiB (int32): a claim the bytes cannot hold is refused
     without allocating it (LZ4 and ZSTD used to allocate the full claim up front)."""
-    body = _compressed(b"hello world" * 3, codec)
+    body = _compressed(b"hello world" * 3, CompressionType.ValueType(codec))
     raw = b"\x08" + _varint(codec) + b"\x10" + _varint(2**31 - 1)
     data = b"\x47\x78" + len(raw).to_bytes(4, "big") + raw + body
     outcome = sandbox.run("cursor-compression", data)

@@ -8,11 +8,10 @@ import tracemalloc
 
 import pytest
 
-from deletion.proto.ml_data_formats_pb2 import ManagedLedgerInfo
-
-from .faulty_decoders import FAULTY, MIB
-from .fuzzing import MAX_RESERVED, MAX_SECONDS, SLACK, TARGETS, Outcome, violations
-from .sandbox import Sandbox
+from deletion.wire.proto.ml_data_formats_pb2 import ManagedLedgerInfo
+from tests.reliability.faulty_decoders import FAULTY, MIB
+from tests.reliability.fuzzing import MAX_RESERVED, MAX_SECONDS, SLACK, TARGETS, Outcome, violations
+from tests.reliability.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(60)
 

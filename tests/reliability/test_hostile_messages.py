@@ -17,12 +17,11 @@ import fastavro
 import pulsar
 
 from consumers.handler import Outcome
-from deletion.message import MAX_MESSAGE_BYTES, SCHEMA
-from deletion.topics import NamespaceName, TopicName
-
-from ..harness.janitor import JanitorFactory, Recorder
-from .oracle import GroundTruth
-from .scenario import raw_for
+from deletion.domain.message import MAX_MESSAGE_BYTES, SCHEMA
+from deletion.domain.topics import NamespaceName, TopicName
+from harness.janitor import JanitorFactory, Recorder
+from tests.reliability.oracle import GroundTruth
+from tests.reliability.scenario import raw_for
 
 CASE = "HOSTILE_CASE"
 HUGE_ID = 2**63 - 1

@@ -18,16 +18,22 @@ from pulsar import ConsumerType
 
 from bench._common import enqueue_then_commit, seed, topics_over
 from config import ServiceConfiguration
-from deletion.namespaces import NamespaceRegistry
-from deletion.topics import SUBSCRIPTION
+from deletion.domain.namespaces import NamespaceRegistry
+from deletion.domain.topics import SUBSCRIPTION
+from harness.janitor import zookeeper_backend
+from harness.process import wait_until
+from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.embedded import EmbeddedBroker
 from ledger_janitor.wiring import open_sidecar
-
-from ..harness.janitor import zookeeper_backend
-from ..harness.process import wait_until
-from ..harness.zookeeper import ZooKeeperServer
-from .raw_ledgers import ZooKeeperLedgers
-from .support import LONG, broker_metrics, metric_sum, scaled, start_worker, wait_ready
+from tests.reliability.raw_ledgers import ZooKeeperLedgers
+from tests.reliability.support import (
+    LONG,
+    broker_metrics,
+    metric_sum,
+    scaled,
+    start_worker,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.timeout(scaled(180, 3600))
 
@@ -60,17 +66,22 @@ def test_two_worker_processes_handle_every_pending_deletion_once(
     for namespace in {topic.namespace for topic in topics}:
         registry.register(namespace)  # so both workers subscribe before the burst
 
-    settings = {
+    settings: dict[str, object] = {
         "sendDelaySecondsOfTwoPhaseDeletion": 0,
         "reconsumeLaterSecondsOfTwoPhaseDeletion": 1,
         "ledgerDeletionWorkerThreadsOfTwoPhaseDeletion": 4,
     }
     url, broker_url = backend.metadata_url, private_broker.service_url
-    first = start_worker("worker-1", tmp_path, url, broker_url, **settings)
+    first = start_worker("worker-1", tmp_path, url, broker_url, settings=settings)
     # Consumer ids disjoint from the first process's (see worker_main.py): each namespace
     # takes a multi-topic consumer over two 4-partition topics, about a dozen ids.
     second = start_worker(
-        "worker-2", tmp_path, url, broker_url, burn_consumer_ids=50 * NAMESPACES + 500, **settings
+        "worker-2",
+        tmp_path,
+        url,
+        broker_url,
+        burn_consumer_ids=50 * NAMESPACES + 500,
+        settings=settings,
     )
     producer_side = open_sidecar(
         phase_one_config(url, broker_url), client_log=tmp_path / "phase-one-client.log"

@@ -33,12 +33,11 @@ from hypothesis.stateful import (
     rule,
 )
 
-from deletion import message
-from deletion.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
-from deletion.topics import TopicName
-from ledger_janitor.errors import EnqueueError
-
-from .model_machine import (
+from core.errors import EnqueueError
+from deletion.domain import message
+from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.topics import TopicName
+from tests.reliability.model_machine import (
     CORRUPT,
     CURSORS,
     DUE,
@@ -49,9 +48,9 @@ from .model_machine import (
     ProtocolMachine,
     Trim,
 )
-from .model_world import CRASH_STEPS, SKEW, Consumer, Crash, id_of, note, topic_of
-from .oracle import ml_path, pending, schema_path
-from .support import scaled
+from tests.reliability.model_world import CRASH_STEPS, SKEW, Consumer, Crash, id_of, note, topic_of
+from tests.reliability.oracle import ml_path, pending, schema_path
+from tests.reliability.support import scaled
 
 # A failure is shrunk for up to five minutes (hypothesis's own limit): let it finish.
 pytestmark = pytest.mark.timeout(scaled(600, 3600))

@@ -10,21 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from deletion import topics
-from deletion.ledgers.sqlite import SqliteLedgerStorage
-from deletion.proto.ml_data_formats_pb2 import CompressionType, ManagedLedgerInfo
-from deletion.stores.sqlite import SqliteMetadataStore
-from deletion.topics import NamespaceName, TopicName
-
-from .oracle import (
+from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.adapters.stores.sqlite import SqliteMetadataStore
+from deletion.domain import topics
+from deletion.domain.topics import NamespaceName, TopicName
+from deletion.wire.proto.ml_data_formats_pb2 import CompressionType, ManagedLedgerInfo
+from tests.reliability.oracle import (
     GroundTruth,
     java_url_encode,
     ml_path,
     partition_index,
     schema_path,
 )
-from .raw_ledgers import SqliteLedgers, ledger_znode
-from .scenario import LOCAL_NAMES
+from tests.reliability.raw_ledgers import SqliteLedgers, ledger_znode
+from tests.reliability.scenario import LOCAL_NAMES
 
 NS = NamespaceName("t", "ns")
 

@@ -10,22 +10,22 @@ the broker was away.
 from __future__ import annotations
 
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient, KazooState
 
 from consumers.handler import Outcome
-from deletion.topics import NamespaceName, TopicName
+from core.errors import EnqueueError
+from deletion.domain.topics import NamespaceName, TopicName
+from harness.janitor import Backend, JanitorFactory, Recorder, zookeeper_backend
+from harness.process import wait_until
+from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.errors import EnqueueError
-
-from ..harness.janitor import Backend, JanitorFactory, Recorder, zookeeper_backend
-from ..harness.process import wait_until
-from ..harness.zookeeper import ZooKeeperServer
-from .oracle import pending
-from .scenario import build_scenario
-from .support import archived_ids, read_archive, scaled
+from tests.reliability.oracle import pending
+from tests.reliability.scenario import build_scenario
+from tests.reliability.support import archived_ids, read_archive, scaled
 
 pytestmark = pytest.mark.timeout(scaled(120, 600))
 
@@ -195,7 +195,7 @@ def test_zookeeper_session_expiry_mid_run(
         expiries = 3
         step = len(scenario.released) // (expiries + 1)
         for n in range(1, expiries + 1):
-            recorder.wait_for(lambda results, n=n: recorder.count(Outcome.DELETED) >= n * step)
+            recorder.wait_for(partial(_at_least, recorder, n * step))
             for client, state in zip(clients, states, strict=True):
                 old = state.arm()
                 expire_session(client, zookeeper.hosts)
@@ -212,3 +212,7 @@ def test_zookeeper_session_expiry_mid_run(
     scenario.assert_safe()
     assert archived_ids(found) == scenario.unreleased
     backend.ledgers.close()
+
+
+def _at_least(recorder: Recorder, count: int, results: object) -> bool:
+    return recorder.count(Outcome.DELETED) >= count

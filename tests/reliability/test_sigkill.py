@@ -22,15 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from deletion import message
-from deletion.topics import NamespaceName, TopicName
+from deletion.domain import message
+from deletion.domain.topics import NamespaceName, TopicName
+from harness.janitor import Backend, JanitorFactory
+from harness.process import wait_until
 from ledger_janitor.embedded import EmbeddedBroker
-
-from ..harness.janitor import Backend, JanitorFactory
-from ..harness.process import wait_until
-from .oracle import pending
-from .scenario import Scenario, build_scenario
-from .support import (
+from tests.reliability.oracle import pending
+from tests.reliability.scenario import Scenario, build_scenario
+from tests.reliability.support import (
     WorkerProcess,
     archived_ids,
     read_archive,
@@ -43,7 +42,7 @@ pytestmark = pytest.mark.timeout(scaled(120, 1200))
 
 KILLS = scaled(3, 12)
 RELEASED_PER_TOPIC = scaled(100, 400)
-SETTINGS = {
+SETTINGS: dict[str, object] = {
     "sendDelaySecondsOfTwoPhaseDeletion": 0,
     "reconsumeLaterSecondsOfTwoPhaseDeletion": 0,
     "maxReconsumeTimesOfTwoPhaseDeletion": 3,
@@ -81,7 +80,7 @@ def test_sigkill_at_random_points_loses_nothing_and_deletes_nothing_referenced(
         url = private_broker.service_url
         logs, at_kill = [], []
         for n, threshold in enumerate(sorted(rng.sample(range(total), KILLS))):
-            worker = run(f"killed-{n}", broker_url=url, **SETTINGS)
+            worker = run(f"killed-{n}", broker_url=url, settings=SETTINGS)
             logs.append(worker.log)
             wait_ready(worker)
             wait_until(partial(reached, scenario, threshold, worker), 60, f"seed {seed}")
@@ -92,7 +91,7 @@ def test_sigkill_at_random_points_loses_nothing_and_deletes_nothing_referenced(
             private_broker.stop()  # see the module's docstring
             private_broker.start()
 
-        final = run("final", broker_url=url, **SETTINGS)
+        final = run("final", broker_url=url, settings=SETTINGS)
         logs.append(final.log)
         wait_until(lambda: scenario.gone() == scenario.released, 120, f"deletions, seed {seed}")
         expected_archived = scenario.unreleased | {victim}

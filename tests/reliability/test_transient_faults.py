@@ -26,21 +26,20 @@ from typing import Any
 import pytest
 
 from consumers.worker import DeletionWorker, WorkerSettings
-from deletion.ports import ANY_VERSION, LedgerRecord, LedgerStorage, MetadataStore, Node
-from deletion.topics import NamespaceName, TopicName
-from ledger_janitor.errors import (
+from core.errors import (
     EnqueueError,
     TransientBrokerError,
     TransientLedgerStorageError,
     TransientMetadataError,
 )
+from deletion.domain.ports import ANY_VERSION, LedgerRecord, LedgerStorage, MetadataStore, Node
+from deletion.domain.topics import NamespaceName, TopicName
+from harness.janitor import Backend, JanitorFactory, Recorder
+from harness.process import wait_until
 from producers import PhaseOne
-
-from ..harness.janitor import Backend, JanitorFactory, Recorder
-from ..harness.process import wait_until
-from .oracle import pending
-from .scenario import build_scenario
-from .support import archived_ids, read_archive, scaled
+from tests.reliability.oracle import pending
+from tests.reliability.scenario import build_scenario
+from tests.reliability.support import archived_ids, read_archive, scaled
 
 pytestmark = pytest.mark.timeout(scaled(120, 600))
 
@@ -205,7 +204,7 @@ def start_worker(janitor: JanitorFactory, faults: Faults) -> tuple[DeletionWorke
         max_reconsume_times_of_two_phase_deletion=10,
         min_ledger_age_seconds_of_two_phase_deletion=0,
     )
-    side.metadata = FlakyMetadata(side.metadata, faults)  # type: ignore[assignment]
+    side.metadata = FlakyMetadata(side.metadata, faults)
     side.ledgers = FlakyStorage(side.ledgers, faults)
     side.pool = FlakyPool(side.pool, faults, HANDED_BACK)  # type: ignore[assignment]
     recorder = Recorder()

@@ -25,7 +25,8 @@ from typing import Any
 
 import pulsar
 
-from ledger_janitor import broker, cli, wiring
+from ledger_janitor import cli, wiring
+from transport import client as broker
 
 
 def _burning(count: int) -> Any:

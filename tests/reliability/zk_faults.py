@@ -20,8 +20,8 @@ from typing import Any
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import ConnectionLoss
 
-from deletion.ledgers import bookkeeper_metadata as bk
-from deletion.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+from deletion.wire import bookkeeper_metadata as bk
+from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 
 
 @dataclass(frozen=True)

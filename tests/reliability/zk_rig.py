@@ -13,15 +13,14 @@ from pathlib import Path
 
 from consumers.handler import HandlingResult, Outcome
 from consumers.worker import DeletionWorker
-from deletion.clock import EpochSeconds, WallClock, wall_clock
-from deletion.ledgers.bookkeeper import BookKeeperLedgerStorage
-from deletion.stores.zookeeper import ZooKeeperMetadataStore
+from core.clock import EpochSeconds, WallClock, wall_clock
+from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+from harness.janitor import JanitorFactory, Recorder, zookeeper_backend
+from harness.process import wait_until
+from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.embedded import EmbeddedBroker
-
-from ..harness.janitor import JanitorFactory, Recorder, zookeeper_backend
-from ..harness.process import wait_until
-from ..harness.zookeeper import ZooKeeperServer
-from .zk_faults import Fault, FaultyKazoo, LedgerZnodes, Plan, Request
+from tests.reliability.zk_faults import Fault, FaultyKazoo, LedgerZnodes, Plan, Request
 
 
 @dataclass

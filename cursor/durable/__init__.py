@@ -1,0 +1,1 @@
+"""The durable cursor: its znode, its rotated ledger, the dispatch gate, settings and inspection."""

@@ -1,0 +1,205 @@
+"""From an ack state to what is persisted, with Pulsar's caps, and back.
+
+The caps are Pulsar's (ManagedCursorImpl and OpenLongPairRangeSet.toRanges):
+- MessageRange form: the first `managedLedgerMaxUnackedRangesToPersist` ranges in position
+  order. (Pulsar 3.x/4.0 keep one more through an off-by-one in their loop; 2.x and the
+  current code keep exactly the cap, which is what is done here.)
+- LongListMap form: whole ledgers in ledger order while the running count of acknowledged
+  entries (bit cardinality, not ranges) stays within the cap; when not even the first ledger
+  fits, Pulsar falls back to the MessageRange form, and so does this.
+- Batch-index info: the first `maxBatchDeletedIndexToPersist` (10000) batches.
+What is cut is only tracked in memory and is reported, so the caller can warn or pause.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.errors import DecodeError
+from cursor.ack.ack_state import AckState
+from cursor.ack.bitmap import LedgerBitmap
+from cursor.ack.bitmap_store import BitmapStore
+from cursor.ack.positions import LedgerLayout, Position
+from cursor.wire.content import (
+    BatchIndexes,
+    LedgerBits,
+    PositionInfoContent,
+    RangeEncoding,
+    WireRanges,
+)
+
+MAX_BATCH_DELETED_INDEX_TO_PERSIST = 10_000
+
+
+@dataclass(frozen=True)
+class PersistReport:
+    """What one persisted state holds compared with the state in memory."""
+
+    encoding: RangeEncoding
+    ranges_total: int
+    ranges_persisted: int
+    batches_total: int = 0
+    batches_persisted: int = 0
+    payload_bytes: int = 0
+    entries_written: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        return (
+            self.ranges_persisted < self.ranges_total or self.batches_persisted < self.batches_total
+        )
+
+
+def capture(
+    state: AckState,
+    encoding: RangeEncoding,
+    max_ranges: int,
+    max_batches: int = MAX_BATCH_DELETED_INDEX_TO_PERSIST,
+) -> tuple[PositionInfoContent, PersistReport]:
+    """The PositionInfo content for `state`, capped."""
+    ledger_ids = state.ledger_ids()
+    total = state.range_count
+    bitsets: tuple[LedgerBits, ...] = ()
+    ranges = WireRanges()
+    persisted = 0
+    if encoding is RangeEncoding.LONG_LIST_MAP:
+        bitsets, persisted = _bitsets_within(state.bitmaps, ledger_ids, max_ranges)
+        if not bitsets:
+            encoding = RangeEncoding.MESSAGE_RANGE  # Pulsar's fallback
+    if encoding is RangeEncoding.MESSAGE_RANGE:
+        ranges = _ranges_within(state.bitmaps, ledger_ids, max_ranges)
+        persisted = len(ranges)
+    batches, batches_total = capped_batches(state, max_batches)
+    content = PositionInfoContent(
+        mark_delete=state.mark_delete,
+        ranges=ranges,
+        bitsets=bitsets,
+        batch_indexes=batches,
+        properties=dict(state.properties),
+    )
+    report = PersistReport(
+        encoding=encoding,
+        ranges_total=total,
+        ranges_persisted=persisted,
+        batches_total=batches_total,
+        batches_persisted=len(batches),
+    )
+    return content, report
+
+
+def capped_batches(state: AckState, max_batches: int) -> tuple[tuple[BatchIndexes, ...], int]:
+    """The batch-index info to persist (none with batch-index acks off) and how many exist."""
+    if not state.batch_index_level:
+        return (), 0
+    batches = state.batch_indexes()
+    kept = list(batches.items())[:max_batches]
+    return tuple(BatchIndexes.of_mask(p, unacked) for p, unacked in kept), len(batches)
+
+
+def _ranges_within(bitmaps: BitmapStore, ledger_ids: list[int], cap: int) -> WireRanges:
+    parts: list[WireRanges] = []
+    left = cap
+    for ledger_id in ledger_ids:
+        bitmap = bitmaps.get(ledger_id)
+        if left <= 0:
+            break
+        if bitmap is None:
+            continue
+        firsts, lasts = bitmap.runs_array()
+        firsts, lasts = firsts[:left], lasts[:left]
+        parts.append(WireRanges.of_runs(np.full(firsts.size, ledger_id), firsts, lasts))
+        left -= firsts.size
+    return WireRanges.concat(parts)
+
+
+def _bitsets_within(
+    bitmaps: BitmapStore, ledger_ids: list[int], cap: int
+) -> tuple[tuple[LedgerBits, ...], int]:
+    bitsets: list[LedgerBits] = []
+    acked = runs = 0
+    for ledger_id in ledger_ids:
+        bitmap = bitmaps.get(ledger_id)
+        if bitmap is None:
+            continue
+        acked += bitmap.cardinality()
+        if acked > cap:
+            break
+        bitsets.append(LedgerBits(ledger_id, bitmap.java_words()))
+        runs += bitmap.runs
+    return tuple(bitsets), runs
+
+
+def restore(
+    content: PositionInfoContent,
+    *,
+    batch_index_level: bool = False,
+    layout: LedgerLayout | None = None,
+    bitmaps: BitmapStore | None = None,
+) -> AckState:
+    """An ack state holding what `content` says is acknowledged."""
+    state = AckState(
+        content.mark_delete,
+        batch_index_level=batch_index_level,
+        layout=layout,
+        bitmaps=bitmaps,
+        properties=content.properties,
+    )
+    apply_ranges(state, content.ranges)
+    for bits in content.bitsets:
+        state.merge_bitmap(bits.ledger_id, LedgerBitmap.from_words(bits.words))
+    for batch in content.batch_indexes:
+        state.restore_batch(batch.position, batch.mask)
+    state.take_dirty()
+    return state
+
+
+def apply_ranges(state: AckState, ranges: WireRanges) -> None:
+    """Acknowledge what MessageRanges cover, grouped by ledger and vectorised per ledger.
+
+    A range crossing ledgers ((L1:e1, L2:e2], written by Pulsar's non-open range set) is
+    expanded with the ledger layout when there is one. Without it only its part in L2 is
+    taken: where L1 ends is unknown, and counting too little as acknowledged is the safe
+    side (a redelivery, never a lost message).
+    """
+    same = ranges.lower_ledger == ranges.upper_ledger
+    firsts, lasts, ledgers = (
+        ranges.lower_entry[same] + 1,
+        ranges.upper_entry[same],
+        ranges.lower_ledger[same],
+    )
+    keep = lasts >= firsts
+    firsts, lasts, ledgers = firsts[keep], lasts[keep], ledgers[keep]
+    if firsts.size and int(firsts.min()) < 0:
+        raise DecodeError(f"a range starts before entry 0 (lower endpoint {int(firsts.min()) - 1})")
+    if np.any(ledgers[1:] < ledgers[:-1]):
+        order = np.argsort(ledgers, kind="stable")
+        ledgers, firsts, lasts = ledgers[order], firsts[order], lasts[order]
+    bounds = np.flatnonzero(np.diff(ledgers)) + 1
+    for group_firsts, group_lasts, group_ledgers in zip(
+        np.split(firsts, bounds), np.split(lasts, bounds), np.split(ledgers, bounds), strict=True
+    ):
+        if group_firsts.size:
+            bitmap = LedgerBitmap.from_runs(group_firsts, group_lasts)
+            state.merge_bitmap(int(group_ledgers[0]), bitmap)
+    for index in np.flatnonzero(~same):
+        _apply_crossing(state, ranges, int(index))
+
+
+def _apply_crossing(state: AckState, ranges: WireRanges, index: int) -> None:
+    low = Position(int(ranges.lower_ledger[index]), int(ranges.lower_entry[index]))
+    high = Position(int(ranges.upper_ledger[index]), int(ranges.upper_entry[index]))
+    if high <= low:
+        return
+    layout = state.layout
+    if layout is not None:
+        last = layout.last_entry(low.ledger_id)
+        if last is not None and last > low.entry_id:
+            state.ack_range(low.ledger_id, low.entry_id + 1, last)
+        for ledger_id in layout.ledgers_between(low.ledger_id, high.ledger_id):
+            end = layout.last_entry(ledger_id)
+            if end is not None and end >= 0:
+                state.ack_range(ledger_id, 0, end)
+    if high.entry_id >= 0:
+        state.ack_range(high.ledger_id, 0, high.entry_id)

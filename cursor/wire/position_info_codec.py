@@ -1,0 +1,89 @@
+"""`PositionInfo`, byte for byte as Java's MLDataFormats writes it.
+
+Fields are written in field-number order, as protobuf-java does: 1 ledgerId, 2 entryId,
+3 individualDeletedMessages, 4 properties, 5 batchedEntryDeletionIndexInfo,
+6 individualDeletedMessageRanges. The small fields go through protobuf, the ranges and bit
+sets through numpy, and the parts are concatenated: a protobuf message is the concatenation
+of its fields.
+
+`split_required=True` writes entryId last instead, which any proto2 parser accepts (fields
+may come in any order). It is used for chunked states only: a torn prefix of such a payload
+lacks entryId and a torn suffix lacks ledgerId, so neither can pass for a complete state.
+"""
+
+from __future__ import annotations
+
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+
+from core.errors import DecodeError
+from cursor.ack.positions import Position
+from cursor.wire.bitset_wire import encode_long_list_maps
+from cursor.wire.content import BatchIndexes, PositionInfoContent
+from cursor.wire.range_wire import encode_message_ranges
+from cursor.wire.wire_scan import LENGTH_DELIMITED, VARINT, scan
+from deletion.wire.proto import require_complete
+from deletion.wire.proto.ml_data_formats_pb2 import (
+    BatchedEntryDeletionIndexInfo,
+    LongProperty,
+    PositionInfo,
+)
+
+RANGES_TAG = 0x1A  # field 3, length-delimited
+_WIRE_TYPES = {1: VARINT, 2: VARINT, 3: LENGTH_DELIMITED, 4: LENGTH_DELIMITED}
+_WIRE_TYPES |= {5: LENGTH_DELIMITED, 6: LENGTH_DELIMITED}
+
+
+def encode_position_info(content: PositionInfoContent, *, split_required: bool = False) -> bytes:
+    ledger_field, entry_field, body = position_info_parts(content)
+    if split_required:
+        return b"".join((ledger_field, body, entry_field))
+    return b"".join((ledger_field, entry_field, body))
+
+
+def position_info_parts(content: PositionInfoContent) -> tuple[bytes, bytes, bytes]:
+    """(field 1, field 2, fields 3 to 6): enough to lay the message out either way."""
+    ledger_id, entry_id = content.mark_delete
+    middle = PositionInfo(
+        properties=[LongProperty(name=k, value=v) for k, v in content.properties.items()],
+        batchedEntryDeletionIndexInfo=[batch_message(b) for b in content.batch_indexes],
+    )
+    body = b"".join(
+        (
+            encode_message_ranges(content.ranges, RANGES_TAG),
+            middle.SerializePartialToString(),
+            encode_long_list_maps(content.bitsets),
+        )
+    )
+    return (
+        PositionInfo(ledgerId=ledger_id).SerializePartialToString(),
+        PositionInfo(entryId=entry_id).SerializePartialToString(),
+        body,
+    )
+
+
+def decode_position_info(data: bytes, where: str = "PositionInfo") -> PositionInfoContent:
+    scanned = scan(data, _WIRE_TYPES, range_field=3, bitset_field=6, where=where)
+    message = PositionInfo()
+    try:
+        message.ParseFromString(scanned.rest)
+    except ProtobufDecodeError as exc:
+        raise DecodeError(f"{where}: corrupt PositionInfo: {exc}") from exc
+    require_complete(message, where)
+    return PositionInfoContent(
+        mark_delete=Position(message.ledgerId, message.entryId),
+        ranges=scanned.ranges,
+        bitsets=tuple(scanned.bitsets),
+        batch_indexes=tuple(batch_indexes(b) for b in message.batchedEntryDeletionIndexInfo),
+        properties={p.name: p.value for p in message.properties},
+    )
+
+
+def batch_message(batch: BatchIndexes) -> BatchedEntryDeletionIndexInfo:
+    message = BatchedEntryDeletionIndexInfo(deleteSet=batch.delete_set)
+    message.position.ledgerId, message.position.entryId = batch.position
+    return message
+
+
+def batch_indexes(message: BatchedEntryDeletionIndexInfo) -> BatchIndexes:
+    position = Position(message.position.ledgerId, message.position.entryId)
+    return BatchIndexes(position, tuple(message.deleteSet))

@@ -1,0 +1,1 @@
+"""The ports' adapters side by side: metadata stores, ledger storages, in-use sources, offload."""

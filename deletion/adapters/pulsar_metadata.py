@@ -1,0 +1,105 @@
+"""Pulsar's own metadata layout, read and written through a MetadataStore.
+
+`MetadataInUseLedgers` is the InUseLedgers adapter over the one reference walk in
+`references`; the writers are used by the embedded default and the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from core.clock import WallClock, wall_clock
+from core.errors import DecodeError
+from deletion.domain.ports import ANY_VERSION, MetadataStore, Stat, TopicLedgers
+from deletion.domain.references import (
+    COMPACTED_LEDGER_PROPERTY,
+    COMPACTION_CURSOR,
+    managed_ledger_references,
+    parse,
+    schema_references,
+)
+from deletion.domain.topics import TopicName, managed_ledger_path, schema_path
+from deletion.wire.proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
+from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
+
+__all__ = [
+    "COMPACTED_LEDGER_PROPERTY",
+    "COMPACTION_CURSOR",
+    "ManagedLedgerWriter",
+    "MetadataInUseLedgers",
+    "parse",
+]
+
+
+class MetadataInUseLedgers:
+    """InUseLedgers read straight from Pulsar's metadata store.
+
+    A read or decode failure propagates: it means "unknown", never "not in use".
+    """
+
+    def __init__(self, store: MetadataStore, clock: WallClock = wall_clock) -> None:
+        self._store = store
+        self._clock = clock
+
+    def fetch(self, topic: TopicName) -> TopicLedgers:
+        # Read the clock first: the snapshot is at least as fresh as fetched_at.
+        fetched_at = self._clock()
+        managed = managed_ledger_references(self._store, managed_ledger_path(topic))
+        schemas = schema_references(self._store, schema_path(topic)) or []
+        ids = frozenset(ref.ledger_id for ref in [*(managed or []), *schemas])
+        return TopicLedgers(topic, managed is not None, ids, fetched_at)
+
+
+class ManagedLedgerWriter:
+    """Writes Pulsar's layout: used by the embedded default, the demo and the tests."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self._store = store
+
+    def read(self, topic: TopicName) -> tuple[ManagedLedgerInfo, int] | None:
+        node = self._store.get(managed_ledger_path(topic))
+        if node is None:
+            return None
+        info = ManagedLedgerInfo()
+        parse(info, node.data, managed_ledger_path(topic))
+        return info, node.stat.version
+
+    def write(self, topic: TopicName, ledger_ids: Iterable[int], version: int | None) -> Stat:
+        """Create (version None) or compare-and-set the topic's ledger list."""
+        info = ManagedLedgerInfo()
+        for ledger_id in ledger_ids:
+            info.ledgerInfo.add(ledgerId=ledger_id, entries=0, size=0, timestamp=0)
+        data = info.SerializeToString()
+        path = managed_ledger_path(topic)
+        if version is None:
+            return self._store.create(path, data)
+        return self._store.set(path, data, version)
+
+    def remove_ledgers(self, topic: TopicName, ledger_ids: Iterable[int]) -> Stat:
+        """Drop ledgers from the list with a compare-and-set, as the broker's trimming does."""
+        current = self.read(topic)
+        if current is None:
+            raise DecodeError(f"no managed ledger for {topic}")
+        info, version = current
+        gone = set(ledger_ids)
+        return self.write(
+            topic, [li.ledgerId for li in info.ledgerInfo if li.ledgerId not in gone], version
+        )
+
+    def write_cursor(self, topic: TopicName, cursor: str, cursor_ledger_id: int) -> Stat:
+        path = f"{managed_ledger_path(topic)}/{cursor}"
+        data = ManagedCursorInfo(cursorsLedgerId=cursor_ledger_id).SerializeToString()
+        if self._store.get(path) is None:
+            return self._store.create(path, data)
+        return self._store.set(path, data, ANY_VERSION)
+
+    def write_schema(self, topic: TopicName, ledger_ids: list[int]) -> Stat:
+        locator = SchemaLocator()
+        for version, ledger_id in enumerate(ledger_ids):
+            entry = locator.index.add(version=version, hash=b"")
+            entry.position.ledgerId, entry.position.entryId = ledger_id, 0
+        locator.info.CopyFrom(locator.index[-1])
+        path, data = schema_path(topic), locator.SerializeToString()
+        if self._store.get(path) is None:
+            return self._store.create(path, data)
+        return self._store.set(path, data, ANY_VERSION)

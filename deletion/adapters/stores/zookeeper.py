@@ -1,0 +1,207 @@
+"""The ZooKeeper MetadataStore, through kazoo."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionClosedError,
+    ConnectionLoss,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.interfaces import IAsyncResult
+from kazoo.security import CREATOR_ALL_ACL
+
+from config import StoreUrl
+from core.errors import (
+    ConfigurationError,
+    JanitorError,
+    MetadataError,
+    TransientMetadataError,
+    VersionConflictError,
+)
+from deletion.domain.ports import ANY_VERSION, Deletion, MetadataStore, Node, Stat
+
+T = TypeVar("T")
+
+_TRANSIENT = (
+    ConnectionLoss,
+    SessionExpiredError,
+    OperationTimeoutError,
+    ConnectionClosedError,
+    KazooTimeoutError,
+)
+
+
+@contextmanager
+def _translated(path: str) -> Iterator[None]:
+    try:
+        yield
+    except _TRANSIENT as exc:
+        raise TransientMetadataError(
+            f"ZooKeeper unavailable at {path}: {type(exc).__name__}"
+        ) from exc
+    except KazooException as exc:
+        raise MetadataError(f"ZooKeeper failed at {path}: {type(exc).__name__} {exc}") from exc
+    except ValueError as exc:  # kazoo's own path validation
+        raise MetadataError(f"invalid ZooKeeper path {path!r}: {exc}") from exc
+
+
+# `user:password` for ZooKeeper's digest scheme; from the environment only, never logged.
+DIGEST_ENV = "LEDGER_JANITOR_ZOOKEEPER_DIGEST"
+
+
+def _client_options() -> dict[str, Any]:
+    """Digest credentials, if configured; the nodes we create are then ours alone, as
+    BookKeeper and Pulsar create theirs when ZooKeeper security is on (CREATOR_ALL_ACL)."""
+    credentials = os.environ.get(DIGEST_ENV, "")
+    if not credentials:
+        return {}
+    if ":" not in credentials:
+        raise ConfigurationError(f"{DIGEST_ENV} must be user:password")
+    return {"auth_data": [("digest", credentials)], "default_acl": CREATOR_ALL_ACL}
+
+
+def _stat(zstat: Any) -> Stat:
+    return Stat(version=zstat.version, ctime_ms=zstat.ctime, mtime_ms=zstat.mtime)
+
+
+def _read(reply: IAsyncResult, timeout: float) -> Node | None:
+    try:
+        data, zstat = reply.get(timeout=timeout)
+    except NoNodeError:
+        return None
+    return Node(bytes(data or b""), _stat(zstat))
+
+
+def _deleted(reply: IAsyncResult, timeout: float) -> Deletion:
+    try:
+        reply.get(timeout=timeout)
+    except NoNodeError:
+        return Deletion.GONE
+    except BadVersionError:
+        return Deletion.CHANGED
+    return Deletion.DELETED
+
+
+def _settle(
+    paths: Sequence[str],
+    pending: Sequence[IAsyncResult],
+    outcome: Callable[[IAsyncResult, float], T],
+    timeout: float,
+) -> list[T]:
+    """Await every reply of a pipelined batch, then raise its first error, translated.
+
+    Each wait is bounded: kazoo queues requests while it reconnects, so an outage that
+    never ends would otherwise hold the caller forever instead of failing it (transient).
+    """
+    results: list[T] = []
+    failure: JanitorError | None = None
+    for path, reply in zip(paths, pending, strict=True):
+        try:
+            with _translated(path):
+                results.append(outcome(reply, timeout))
+        except JanitorError as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+    return results
+
+
+class ZooKeeperMetadataStore(MetadataStore):
+    def __init__(
+        self, client: KazooClient, owns_client: bool = False, reply_timeout: float = 30.0
+    ) -> None:
+        self._client = client
+        self._owns_client = owns_client
+        self._reply_timeout = reply_timeout
+
+    @classmethod
+    def connect(cls, url: StoreUrl, timeout: float = 15.0) -> ZooKeeperMetadataStore:
+        options = _client_options()
+        with _translated("/"):
+            if url.chroot:
+                # kazoo resolves every path under the chroot, which must exist first.
+                bare = KazooClient(hosts=url.hosts, timeout=timeout, **options)
+                bare.start(timeout=timeout)
+                try:
+                    bare.ensure_path(url.chroot)
+                finally:
+                    bare.stop()
+                    bare.close()
+            client = KazooClient(hosts=url.hosts + url.chroot, timeout=timeout, **options)
+            client.start(timeout=timeout)
+        return cls(client, owns_client=True, reply_timeout=2 * timeout)
+
+    @property
+    def client(self) -> KazooClient:
+        return self._client
+
+    def get(self, path: str) -> Node | None:
+        with _translated(path):
+            return _read(self._client.get_async(path), self._reply_timeout)
+
+    def children(self, path: str) -> list[str]:
+        with _translated(path):
+            try:
+                return sorted(self._client.get_children(path))
+            except NoNodeError:
+                return []
+
+    def create(self, path: str, data: bytes) -> Stat:
+        with _translated(path):
+            try:
+                _, zstat = self._client.create(path, data, makepath=True, include_data=True)
+            except NodeExistsError as exc:
+                raise VersionConflictError(f"{path} already exists") from exc
+        return _stat(zstat)
+
+    def set(self, path: str, data: bytes, expected_version: int = ANY_VERSION) -> Stat:
+        return self._versioned(path, lambda: self._client.set(path, data, version=expected_version))
+
+    def delete(self, path: str, expected_version: int = ANY_VERSION) -> bool:
+        with _translated(path):
+            try:
+                self._client.delete(path, version=expected_version)
+            except NoNodeError:
+                return False
+            except BadVersionError as exc:
+                raise VersionConflictError(f"{path} is not at version {expected_version}") from exc
+            except NotEmptyError as exc:
+                raise MetadataError(f"{path} has children") from exc
+        return True
+
+    def get_many(self, paths: Sequence[str]) -> list[Node | None]:
+        """Pipelined: every request is sent before the first reply is awaited."""
+        with _translated(paths[0] if paths else "/"):
+            pending = [self._client.get_async(path) for path in paths]
+        return _settle(paths, pending, _read, self._reply_timeout)
+
+    def delete_many(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
+        paths = [path for path, _ in versions]
+        with _translated(paths[0] if paths else "/"):
+            pending = [self._client.delete_async(path, version) for path, version in versions]
+        return _settle(paths, pending, _deleted, self._reply_timeout)
+
+    def _versioned(self, path: str, operation: Callable[[], Any]) -> Stat:
+        with _translated(path):
+            try:
+                return _stat(operation())
+            except (BadVersionError, NoNodeError) as exc:
+                raise VersionConflictError(f"{path}: {type(exc).__name__}") from exc
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.stop()
+            self._client.close()

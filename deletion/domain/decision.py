@@ -1,0 +1,154 @@
+"""What to do with a pending deletion, as pure functions of what is known."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from core.clock import EpochSeconds
+from deletion.domain.message import LedgerComponent, PendingDeleteLedgerInfo
+from deletion.domain.ports import LedgerRecord, TopicLedgers
+from deletion.domain.topics import NamespaceName, TopicName
+
+
+class Verdict(Enum):
+    DELETE = "delete"
+    ALREADY_GONE = "already_gone"
+    RECONSUME = "reconsume"
+    ARCHIVE = "archive"
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str
+    # The ledger is known to be referenced (not merely unknown or stale): retrying soon
+    # cannot help, which is what an archive drain wants to know.
+    referenced: bool = False
+    # DELETE only once the ledger proves old enough (`decide_age`): the snapshot alone
+    # cannot vouch for it.
+    needs_age: bool = False
+
+
+@dataclass(frozen=True)
+class SafetyMargins:
+    """The configured bounds the rules below rely on (seconds)."""
+
+    send_delay: float = 60.0  # sendDelaySecondsOfTwoPhaseDeletion: a floor for every delay
+    clock_skew: float = 10.0  # clockSkewAllowanceSecondsOfTwoPhaseDeletion
+    min_ledger_age: float = 3600.0  # minLedgerAgeSecondsOfTwoPhaseDeletion
+
+
+def decide_in_use(
+    info: PendingDeleteLedgerInfo, snapshot: TopicLedgers, due: EpochSeconds
+) -> Decision:
+    """Whether `snapshot` lets the ledger go, for a message that became due at `due`.
+
+    Phase one sends the message before the metadata that stops referencing the ledger is
+    committed. So:
+
+    1. A snapshot that references the ledger means reconsume later.
+    2. A snapshot read before the message was due may predate that commit, or predate a
+       topic's re-creation, whatever it says: nothing is deleted on it (an absent or empty
+       snapshot is no exception).
+    3. Read after the due time, the snapshot vouches for a ledger id at or below the
+       largest id it references: Pulsar only ever adds ledgers it has just created, so an
+       older id it no longer lists is gone for good.
+    4. For any other ledger (the topic is absent, references nothing, or only older
+       ledgers), the ledger may be one that is being created and not yet recorded. It is
+       deletable only with `needs_age`: see `decide_age`. Unless the sender said not to
+       check (`checkLedgerStillInUse=false`), which the caller pairs with a snapshot read
+       now.
+    """
+    ledger_id, topic = info.ledger_id, info.topic_name
+    if ledger_id in snapshot.ledger_ids:
+        return Decision(
+            Verdict.RECONSUME, f"ledger {ledger_id} is still referenced by {topic}", referenced=True
+        )
+    if snapshot.fetched_at < due:
+        return Decision(
+            Verdict.RECONSUME, f"in-use snapshot of {topic} predates the message's due time"
+        )
+    largest = snapshot.largest
+    if not info.check_ledger_still_in_use or (largest is not None and ledger_id <= largest):
+        return Decision(Verdict.DELETE, f"ledger {ledger_id} is no longer referenced by {topic}")
+    if not snapshot.exists:
+        why = f"topic {topic} has no managed ledger"
+    else:
+        why = f"ledger {ledger_id} is newer than every ledger {topic} references ({largest})"
+    return Decision(Verdict.DELETE, why, needs_age=True)
+
+
+def decide_age(
+    ledger_id: int, created_ms: int | None, now: EpochSeconds, margins: SafetyMargins
+) -> Decision:
+    """The grace rule for a ledger no snapshot can vouch for.
+
+    Why it is safe: Pulsar records a ledger in its metadata right after creating it (the
+    managed ledger's list, a cursor's `cursorsLedgerId`, a schema locator), or deletes it
+    when recording fails; it never adds an older ledger later. The caller's snapshot was
+    read after the message became due and does not reference the ledger. If the ledger's
+    metadata znode was created more than `min_ledger_age` ago (plus the clock-skew
+    allowance, since the store's clock is not ours), any recording that was going to happen
+    happened long before the snapshot, which would have shown it. An unknown age is not old.
+    """
+    if created_ms is None:
+        return Decision(Verdict.RECONSUME, f"the age of ledger {ledger_id} is unknown")
+    age = now - created_ms / 1000.0 - margins.clock_skew
+    if age < margins.min_ledger_age:
+        return Decision(
+            Verdict.RECONSUME,
+            f"ledger {ledger_id} is too young ({max(age, 0.0):.0f}s of "
+            f"{margins.min_ledger_age:.0f}s) to delete on a snapshot that cannot vouch for it",
+        )
+    return Decision(Verdict.DELETE, f"ledger {ledger_id} is unreferenced and {age:.0f}s old")
+
+
+def check_namespace(info: PendingDeleteLedgerInfo, arrived_in: NamespaceName) -> Decision | None:
+    """A deletion topic may only name topics of its own namespace: tenants stay isolated."""
+    if info.topic_name.namespace != arrived_in:
+        return Decision(
+            Verdict.ARCHIVE,
+            f"topic {info.topic_name} is outside namespace {arrived_in} of the deletion topic",
+        )
+    return None
+
+
+def check_ownership(info: PendingDeleteLedgerInfo, record: LedgerRecord) -> Decision:
+    """The ledger's own custom metadata, written by Pulsar, must name the message's topic."""
+    expected = expected_metadata(info.topic_name, info.ledger_component)
+    for key, value in expected.items():
+        actual = record.metadata_text(key)
+        if actual != value:
+            return Decision(
+                Verdict.ARCHIVE,
+                f"ledger {info.ledger_id} metadata {key}={actual!r}, expected {value!r}",
+            )
+    is_cursor = record.metadata_text("pulsar/cursor") is not None
+    if is_cursor != (info.ledger_component is LedgerComponent.MANAGED_CURSOR):
+        return Decision(
+            Verdict.ARCHIVE,
+            f"ledger {info.ledger_id} is {'a' if is_cursor else 'not a'} cursor ledger, "
+            f"but the message says {info.ledger_component.value}",
+        )
+    return Decision(Verdict.DELETE, f"ledger {info.ledger_id} belongs to {info.topic_name}")
+
+
+def expected_metadata(topic: TopicName, component: LedgerComponent) -> dict[str, str]:
+    if component is LedgerComponent.SCHEMA_STORAGE:
+        return {"application": "pulsar", "component": "schema", "pulsar/schemaId": topic.schema_id}
+    return {
+        "application": "pulsar",
+        "component": "managed-ledger",
+        "pulsar/managed-ledger": topic.managed_ledger_name,
+    }
+
+
+def pulsar_custom_metadata(
+    topic: TopicName, component: LedgerComponent, cursor: str = "sub"
+) -> dict[str, bytes]:
+    """The custom metadata Pulsar writes on a ledger of this component (fixtures, the demo)."""
+    expected = expected_metadata(topic, component)
+    if component is LedgerComponent.MANAGED_CURSOR:
+        expected["pulsar/cursor"] = cursor
+    return {key: value.encode() for key, value in expected.items()}

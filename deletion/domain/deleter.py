@@ -1,0 +1,198 @@
+"""Check, then delete, a batch of pending deletions.
+
+Every check is made per message, exactly as for a batch of one. Only the ledger store is
+batched: one pipelined read of the candidates' metadata, then one pipelined versioned
+delete of those their topic still owns, instead of two round trips per message. A batch
+that still fails after its transient retries (a corrupt ledger znode, a flaky store) is
+redone one ledger at a time, so that one bad ledger holds back no other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
+
+from core.clock import EpochSeconds, WallClock, wall_clock
+from core.errors import DecodeError, JanitorError, OffloadOwnershipError
+from core.retry import TransientRetry
+from deletion.domain.decision import (
+    Decision,
+    SafetyMargins,
+    Verdict,
+    check_namespace,
+    check_ownership,
+    decide_age,
+    decide_in_use,
+)
+from deletion.domain.in_use import InUseLedgersCache
+from deletion.domain.message import LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.offload_port import OffloadStorage, UnsupportedOffloadDriverError
+from deletion.domain.ports import Deletion, LedgerRecord, LedgerStorage
+from deletion.domain.topics import NamespaceName
+from deletion.wire.offload_context import IncompleteOffloadError
+
+V = TypeVar("V")
+Record = LedgerRecord | None | JanitorError
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A pending deletion, the namespace whose deletion topic it came from, and its due time."""
+
+    info: PendingDeleteLedgerInfo
+    namespace: NamespaceName
+    not_before: EpochSeconds
+
+
+def _unknown(exc: JanitorError) -> Decision:
+    # Unknown is never "not in use": try again later.
+    return Decision(Verdict.RECONSUME, f"cannot tell whether it is in use: {exc}")
+
+
+class LedgerDeleter:
+    def __init__(
+        self,
+        in_use: InUseLedgersCache,
+        storage: LedgerStorage,
+        retry: TransientRetry,
+        offload: OffloadStorage | None = None,
+        margins: SafetyMargins | None = None,
+        clock: WallClock = wall_clock,
+    ) -> None:
+        self.in_use = in_use
+        self._storage = storage
+        self._retry = retry
+        self._offload = offload
+        self._margins = margins or SafetyMargins()
+        self._clock = clock
+
+    def decide(self, batch: Sequence[Candidate], dry_run: bool = False) -> list[Decision]:
+        """Check each, and delete those that are safe to (unless `dry_run`); each verdict
+        says what happened to its candidate."""
+        decisions = [self._checked(candidate) for candidate in batch]
+        ready = [i for i, decision in enumerate(decisions) if decision.verdict is Verdict.DELETE]
+        records = self._read([batch[i].info.ledger_id for i in ready])
+        versions: dict[int, int] = {}
+        deleting: dict[int, list[int]] = {}  # ledger id -> the candidates it settles
+        for i in ready:
+            info = batch[i].info
+            record = records[info.ledger_id]
+            decisions[i] = self._cleared(info, record, decisions[i])
+            if decisions[i].verdict is not Verdict.DELETE:
+                continue
+            if info.ledger_type is LedgerType.OFFLOAD_LEDGER:
+                decisions[i] = self._delete_offloaded(info, dry_run)
+            elif not isinstance(record, LedgerRecord):  # cleared, so it is gone
+                decisions[i] = _deleted(info, Deletion.GONE)
+            elif not dry_run:
+                versions[info.ledger_id] = record.version
+                deleting.setdefault(info.ledger_id, []).append(i)
+        outcomes = self._delete(versions)
+        for ledger_id, settled in deleting.items():
+            first, *duplicates = settled
+            decisions[first] = _deleted(batch[first].info, outcomes[ledger_id])
+            gone = decisions[first].verdict is Verdict.DELETE
+            for i in duplicates:  # the same ledger twice in one batch: deleted once
+                decisions[i] = _deleted(batch[i].info, Deletion.GONE) if gone else decisions[first]
+        return decisions
+
+    def _checked(self, candidate: Candidate) -> Decision:
+        info = candidate.info
+        refused = check_namespace(info, candidate.namespace)
+        if refused is not None:
+            return refused
+        if info.ledger_type is LedgerType.OFFLOAD_LEDGER and self._offload is None:
+            return Decision(Verdict.ARCHIVE, "no offload storage is configured for OFFLOAD_LEDGER")
+        try:
+            return self._in_use_decision(info, candidate.not_before)
+        except JanitorError as exc:
+            return _unknown(exc)
+
+    def _in_use_decision(self, info: PendingDeleteLedgerInfo, due: EpochSeconds) -> Decision:
+        topic = info.topic_name
+        # Without the in-use check's staleness rule, only a snapshot read now will do.
+        fresh_after = due if info.check_ledger_still_in_use else self._clock()
+        snapshot = self._retry.call(lambda: self.in_use.lookup(topic, fresh_after))
+        return decide_in_use(info, snapshot, due)
+
+    def _cleared(self, info: PendingDeleteLedgerInfo, record: Record, ruling: Decision) -> Decision:
+        """The checks on the ledger's own record: readable, owned by the message's topic
+        (a mismatch is archived at once), and old enough where the snapshot needs that."""
+        if isinstance(record, JanitorError):
+            return _unknown(record)
+        if record is not None:
+            owned = check_ownership(info, record)
+            if owned.verdict is not Verdict.DELETE:
+                return owned
+        if not ruling.needs_age:
+            return ruling
+        if record is None:
+            # BookKeeper metadata gone: the ledger can no longer be opened, so no broker can
+            # ever record it, whatever its age (what is left is at most an offloaded copy).
+            return Decision(Verdict.DELETE, f"ledger {info.ledger_id} is gone from BookKeeper")
+        return decide_age(info.ledger_id, record.ctime_ms, self._clock(), self._margins)
+
+    def _read(self, ledger_ids: Sequence[int]) -> dict[int, Record]:
+        return self._settled(sorted(set(ledger_ids)), self._storage.ledgers)
+
+    def _delete(self, versions: Mapping[int, int]) -> dict[int, Deletion | JanitorError]:
+        return self._settled(
+            list(versions), lambda ids: self._storage.delete_ledgers({i: versions[i] for i in ids})
+        )
+
+    def _settled(
+        self, ledger_ids: Sequence[int], operation: Callable[[Sequence[int]], Mapping[int, V]]
+    ) -> dict[int, V | JanitorError]:
+        """The batch's results, or each one's error."""
+        if not ledger_ids:
+            return {}
+        try:
+            return dict(self._retry.call(partial(operation, ledger_ids)))
+        except JanitorError:
+            pass  # one bad or unlucky ledger must not hold back the others: one at a time
+        results: dict[int, V | JanitorError] = {}
+        for ledger_id in ledger_ids:
+            try:
+                results.update(self._retry.call(partial(operation, [ledger_id])))
+            except JanitorError as exc:
+                results[ledger_id] = exc
+        return results
+
+    def _delete_offloaded(self, info: PendingDeleteLedgerInfo, dry_run: bool) -> Decision:
+        """Delete the offloaded copy (a BookKeeper copy, if any, was checked like any
+        ledger's); the offloaded objects must name this ledger and topic themselves."""
+        offload, context = self._offload, info.ledger_info
+        assert offload is not None and context is not None  # checked in _checked and decode
+        if dry_run:
+            return Decision(Verdict.DELETE, f"offloaded ledger {info.ledger_id} may be deleted")
+        name = info.topic_name.managed_ledger_name
+        try:
+            deleted = self._retry.call(
+                lambda: offload.delete_offloaded(info.ledger_id, context, name)
+            )
+        except IncompleteOffloadError as exc:
+            return Decision(Verdict.RECONSUME, f"offload still in progress: {exc}")
+        except (DecodeError, UnsupportedOffloadDriverError, OffloadOwnershipError) as exc:
+            return Decision(Verdict.ARCHIVE, f"cannot delete offloaded ledger: {exc}")
+        except JanitorError as exc:
+            return _unknown(exc)
+        if not deleted:
+            return Decision(
+                Verdict.ALREADY_GONE, f"offloaded ledger {info.ledger_id} is already gone"
+            )
+        return Decision(
+            Verdict.DELETE, f"deleted offloaded ledger {info.ledger_id} of {info.topic_name}"
+        )
+
+
+def _deleted(info: PendingDeleteLedgerInfo, outcome: Deletion | JanitorError) -> Decision:
+    ledger_id = info.ledger_id
+    if isinstance(outcome, JanitorError):
+        return _unknown(outcome)
+    if outcome is Deletion.CHANGED:
+        return Decision(Verdict.RECONSUME, f"ledger {ledger_id} changed while deleting")
+    if outcome is Deletion.GONE:
+        return Decision(Verdict.ALREADY_GONE, f"ledger {ledger_id} is already gone")
+    return Decision(Verdict.DELETE, f"deleted ledger {ledger_id} of {info.topic_name}")

@@ -1,0 +1,177 @@
+"""`PendingDeleteLedgerInfo`, the phase-one message, and its Avro wire form."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from importlib import resources
+from typing import Any
+
+import fastavro
+
+from core.errors import DecodeError
+from deletion.domain.topics import TopicName
+from deletion.wire.proto.ml_data_formats_pb2 import ManagedLedgerInfo
+
+MAX_MESSAGE_BYTES = 64 * 1024
+MAX_LEDGER_ID = 2**63 - 1
+
+
+class LedgerComponent(str, Enum):
+    MANAGED_LEDGER = "MANAGED_LEDGER"
+    MANAGED_CURSOR = "MANAGED_CURSOR"
+    SCHEMA_STORAGE = "SCHEMA_STORAGE"
+
+
+class LedgerType(str, Enum):
+    LEDGER = "LEDGER"
+    OFFLOAD_LEDGER = "OFFLOAD_LEDGER"
+
+
+@dataclass(frozen=True)
+class PendingDeleteLedgerInfo:
+    topic_name: TopicName
+    ledger_component: LedgerComponent
+    ledger_type: LedgerType
+    ledger_id: int
+    context: bytes | None = None
+    check_ledger_still_in_use: bool = True
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.ledger_id <= MAX_LEDGER_ID:
+            raise DecodeError(f"ledgerId out of range: {self.ledger_id}")
+        if self.ledger_type is LedgerType.OFFLOAD_LEDGER and self.context is None:
+            raise DecodeError("an OFFLOAD_LEDGER needs its LedgerInfo context")
+
+    @property
+    def ledger_info(self) -> ManagedLedgerInfo.LedgerInfo | None:
+        """The decoded offload context, if any."""
+        if self.context is None:
+            return None
+        info = ManagedLedgerInfo.LedgerInfo()
+        try:
+            info.ParseFromString(self.context)
+        except Exception as exc:
+            raise DecodeError(f"context is not a ManagedLedgerInfo.LedgerInfo: {exc}") from exc
+        return info
+
+    def describe(self) -> str:
+        kind = f"{self.ledger_component.value} {self.ledger_type.value}"
+        return f"{kind} {self.ledger_id} of {self.topic_name}"
+
+
+def _load_schema(name: str) -> dict[str, Any]:
+    text = resources.files("deletion.domain").joinpath(name).read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+# What we write, and what a Java producer using `Schema.AVRO(PendingDeleteLedgerInfo.class)`
+# writes: Avro 1.10+ reflection sorts the fields by name (AVRO-2579), so a Java consumer and
+# the broker's schema registry read ours as their own.
+SCHEMA_DEFINITION = _load_schema("pending_delete_ledger_info.avsc")
+SCHEMA = fastavro.parse_schema(SCHEMA_DEFINITION)
+# What this project wrote before (the PIP's field order); messages already in topics carry it.
+V1_SCHEMA_DEFINITION = _load_schema("pending_delete_ledger_info_v1.avsc")
+V1_SCHEMA = fastavro.parse_schema(V1_SCHEMA_DEFINITION)
+
+
+def encode(info: PendingDeleteLedgerInfo) -> bytes:
+    """Avro binary without container, as Pulsar's AVRO schema puts it in a message payload."""
+    record = {
+        "topicName": str(info.topic_name),
+        "ledgerComponent": info.ledger_component.value,
+        "ledgerType": info.ledger_type.value,
+        "ledgerId": info.ledger_id,
+        "context": info.context,
+        "checkLedgerStillInUse": info.check_ledger_still_in_use,
+        "properties": dict(info.properties),
+    }
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, SCHEMA, record)
+    return out.getvalue()
+
+
+def writer_schema_of(payload: bytes) -> Any:
+    """Which of our two schemas wrote `payload`, told by its first byte; it cannot be wrong.
+
+    The current schema starts with the non-nullable boolean `checkLedgerStillInUse`, which
+    Java and fastavro write as 00 or 01. The old one starts with the union `topicName`, and
+    a message whose topicName is null was never accepted, so every old message worth reading
+    starts with 02 (branch 1). No first byte belongs to both: old bytes are never read as new
+    ones, nor new as old (tests/unit/test_message_java.py has the vectors). Anything else is
+    refused here rather than guessed.
+    """
+    first = payload[:1]
+    if first in (b"\x00", b"\x01"):
+        return SCHEMA
+    if first == b"\x02":
+        return V1_SCHEMA
+    raise DecodeError(
+        f"no known PendingDeleteLedgerInfo schema starts with {first.hex() or 'nothing'}"
+    )
+
+
+def decode(
+    payload: bytes, writer_schema: Mapping[str, Any] | None = None
+) -> PendingDeleteLedgerInfo:
+    """Decode and validate; every malformed input raises DecodeError and nothing else.
+
+    The bytes are read with the schema that wrote them and resolved by field name (Avro
+    schema resolution) onto ours, so the field order of the writer does not matter.
+    `writer_schema` is that schema when the broker's registry told us (the message's schema
+    version); without it, `writer_schema_of` picks one of the two this project knows.
+    The payload must be exactly what the writer schema encodes for the values read: fastavro
+    keeps the low 64 bits of an over-long varint and reads any non-zero byte as true, where
+    Java refuses the first and a second reader could disagree on the second.
+    """
+    if len(payload) > MAX_MESSAGE_BYTES:
+        raise DecodeError(f"message of {len(payload)} bytes exceeds {MAX_MESSAGE_BYTES}")
+    try:
+        writer = (
+            writer_schema_of(payload)
+            if writer_schema is None
+            else fastavro.parse_schema(dict(writer_schema))
+        )
+        stream = io.BytesIO(payload)
+        written = fastavro.schemaless_reader(stream, writer, None)
+        consumed = stream.tell()
+        canonical = io.BytesIO()
+        fastavro.schemaless_writer(canonical, writer, written)
+        record = fastavro.schemaless_reader(io.BytesIO(payload), writer, SCHEMA)
+    except DecodeError:
+        raise
+    except Exception as exc:  # fastavro signals bad bytes and bad schemas with many types
+        raise DecodeError(
+            f"not an Avro PendingDeleteLedgerInfo: {type(exc).__name__}: {str(exc)[:200]}"
+        ) from exc
+    if consumed != len(payload):
+        raise DecodeError(f"{len(payload) - consumed} trailing bytes after the record")
+    if canonical.getvalue() != payload:
+        raise DecodeError("non-canonical Avro encoding (over-long varint or boolean byte)")
+    if not isinstance(record, dict):
+        raise DecodeError("not an Avro record")
+    return _from_record(record)
+
+
+def _from_record(record: dict[str, Any]) -> PendingDeleteLedgerInfo:
+    missing = [
+        k for k in ("topicName", "ledgerComponent", "ledgerType", "ledgerId") if record[k] is None
+    ]
+    if missing:
+        raise DecodeError(f"required fields are null: {', '.join(missing)}")
+    info = PendingDeleteLedgerInfo(
+        topic_name=TopicName.parse(record["topicName"]),
+        ledger_component=LedgerComponent(record["ledgerComponent"]),
+        ledger_type=LedgerType(record["ledgerType"]),
+        ledger_id=record["ledgerId"],
+        context=record["context"],
+        check_ledger_still_in_use=record["checkLedgerStillInUse"],
+        properties=record["properties"] or {},
+    )
+    _ = info.ledger_info  # a corrupt context is a decode error now, not at deletion time
+    return info

@@ -1,0 +1,149 @@
+"""The ports the protocol talks through; adapters live side by side in `stores/` and `ledgers/`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol, TypeVar
+
+from core.clock import EpochSeconds
+from core.errors import VersionConflictError
+from deletion.domain.message import PendingDeleteLedgerInfo
+from deletion.domain.topics import TopicName
+
+ANY_VERSION = -1
+K = TypeVar("K")
+T = TypeVar("T")
+
+
+class Deletion(Enum):
+    """How one delete of a batch ended."""
+
+    DELETED = "deleted"
+    GONE = "gone"  # it was already gone
+    CHANGED = "changed"  # it is not at the expected version: someone else changed it
+
+
+@dataclass(frozen=True)
+class Stat:
+    version: int
+    ctime_ms: int
+    mtime_ms: int
+
+
+@dataclass(frozen=True)
+class Node:
+    data: bytes
+    stat: Stat
+
+
+class MetadataStore(Protocol):
+    """A hierarchical key-value store with versions: Pulsar's own MetadataStore contract.
+
+    Errors are `MetadataError`s; a transient failure is a `TransientMetadataError`, and a
+    missing node is `None` or `False`, never an error.
+    """
+
+    def get(self, path: str) -> Node | None: ...
+
+    def children(self, path: str) -> list[str]: ...
+
+    def create(self, path: str, data: bytes) -> Stat:
+        """Create `path` and any missing parents; raise VersionConflictError if it exists."""
+        ...
+
+    def set(self, path: str, data: bytes, expected_version: int = ANY_VERSION) -> Stat:
+        """Replace the value if the version matches; raise VersionConflictError otherwise."""
+        ...
+
+    def delete(self, path: str, expected_version: int = ANY_VERSION) -> bool:
+        """Delete `path`; False when it was already gone."""
+        ...
+
+    # Batches: one at a time here; a store that can pipeline does, so that a batch costs
+    # about one round trip. An error fails the batch, some of whose operations may have
+    # been done: a batch is retried whole, which versioned, idempotent deletes allow.
+
+    def get_many(self, paths: Sequence[str]) -> list[Node | None]:
+        return [self.get(path) for path in paths]
+
+    def delete_many(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
+        return [_deletion(self.delete, path, version) for path, version in versions]
+
+    def close(self) -> None: ...
+
+
+def _deletion(delete: Callable[[K, int], bool], key: K, version: int) -> Deletion:
+    try:
+        return Deletion.DELETED if delete(key, version) else Deletion.GONE
+    except VersionConflictError:
+        return Deletion.CHANGED
+
+
+@dataclass(frozen=True)
+class LedgerRecord:
+    """What the ledger store knows of one ledger: enough to prove who owns it."""
+
+    ledger_id: int
+    custom_metadata: Mapping[str, bytes] = field(default_factory=dict)
+    ctime_ms: int | None = None
+    version: int = ANY_VERSION
+
+    def metadata_text(self, key: str) -> str | None:
+        value = self.custom_metadata.get(key)
+        return value.decode("utf-8", "replace") if value is not None else None
+
+
+class LedgerStorage(Protocol):
+    """Where ledgers live; deletion is idempotent."""
+
+    def ledger(self, ledger_id: int) -> LedgerRecord | None: ...
+
+    def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
+        """Delete the ledger; False when it was already gone."""
+        ...
+
+    # Batches, as for MetadataStore: a loop here, pipelined where the adapter can.
+
+    def ledgers(self, ledger_ids: Sequence[int]) -> dict[int, LedgerRecord | None]:
+        return {ledger_id: self.ledger(ledger_id) for ledger_id in ledger_ids}
+
+    def delete_ledgers(self, versions: Mapping[int, int]) -> dict[int, Deletion]:
+        """Delete each ledger at its expected version."""
+        return {
+            ledger_id: _deletion(self.delete_ledger, ledger_id, version)
+            for ledger_id, version in versions.items()
+        }
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class TopicLedgers:
+    """A snapshot of the ledgers a topic references, read no earlier than `fetched_at`."""
+
+    topic: TopicName
+    exists: bool  # the topic's managed ledger was found
+    ledger_ids: frozenset[int]
+    fetched_at: EpochSeconds
+
+    @property
+    def largest(self) -> int | None:
+        return max(self.ledger_ids) if self.ledger_ids else None
+
+
+class InUseLedgers(Protocol):
+    """The ledgers a topic still references: managed ledger, cursors and schema."""
+
+    def fetch(self, topic: TopicName) -> TopicLedgers: ...
+
+
+class PendingDeletions(Protocol):
+    """Phase one, as the cursor's rotation and the archive drain use it (`producers.PhaseOne`)."""
+
+    def enqueue(self, infos: Sequence[PendingDeleteLedgerInfo]) -> list[Any]: ...
+
+    def enqueue_then_commit(
+        self, infos: Sequence[PendingDeleteLedgerInfo], commit: Callable[[], T]
+    ) -> T: ...

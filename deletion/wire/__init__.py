@@ -1,0 +1,2 @@
+"""Pulsar's and BookKeeper's wire formats: generated protobufs, compression, ledger metadata,
+offload indexes."""

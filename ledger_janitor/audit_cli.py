@@ -1,0 +1,131 @@
+"""`ledger-janitor audit`: find orphan ledgers on Spark, report them, optionally enqueue them.
+
+Register with `app.command("audit")(audit_command)`. This module imports neither PySpark
+nor the rest of `audit` at import time: the sidecar that registers it stays small.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from core.errors import JanitorError
+from ledger_janitor.cli_options import (
+    AsJson,
+    BrokerOpt,
+    ConfigFile,
+    MetadataStoreOpt,
+    Settings,
+    load,
+    setup_logging,
+)
+from ledger_janitor.console import plain_console
+
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)?$")
+
+
+def parse_duration_ms(text: str) -> int:
+    """`24h`, `90m`, `7d`, `3600s`, `500ms`; a bare number is seconds."""
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise typer.BadParameter(f"{text!r} is not a duration like 24h, 90m, 7d or 3600s")
+    return int(float(match[1]) * _UNITS[match[2] or "s"])
+
+
+def parse_time_ms(text: str) -> int:
+    """Milliseconds since the epoch, or an ISO-8601 time (UTC unless it says otherwise)."""
+    if text.strip().isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is neither epoch ms nor ISO-8601") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def audit_command(
+    metadata_store: MetadataStoreOpt = None,
+    inventory: Annotated[
+        Path | None,
+        typer.Option(
+            "--inventory",
+            metavar="FILE",
+            help="Read the ledgers from JSON lines or Parquet instead of scanning the store.",
+        ),
+    ] = None,
+    references: Annotated[
+        Path | None,
+        typer.Option(
+            "--references",
+            metavar="FILE",
+            help="Read the references from JSON lines or Parquet instead of scanning metadata.",
+        ),
+    ] = None,
+    min_age: Annotated[
+        str, typer.Option("--min-age", help="Grace period: younger ledgers are never orphans.")
+    ] = "24h",
+    now: Annotated[
+        str | None,
+        typer.Option("--now", help="Judge ages as of this time (epoch ms or ISO-8601)."),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", metavar="DIR", help="Write the Parquet report here.")
+    ] = None,
+    enqueue: Annotated[
+        bool,
+        typer.Option("--enqueue/--dry-run", help="Send the orphans to phase one, or only report."),
+    ] = False,
+    spark_master: Annotated[
+        str | None,
+        typer.Option(
+            "--spark-master", help="Spark master; default: spark-submit's, else local[*]."
+        ),
+    ] = None,
+    as_json: AsJson = False,
+    broker_url: BrokerOpt = None,
+    config_file: ConfigFile = None,
+    settings: Settings = None,
+) -> None:
+    """Find orphan ledgers (unreferenced, older than --min-age, attributable to a topic) on Spark.
+
+    Dry run by default; --enqueue sends each orphan to its own namespace's deletion topic
+    with checkLedgerStillInUse=true, so the worker re-checks it before deleting.
+    """
+    started = time.monotonic()
+    setup_logging(False)
+    config = load(config_file, settings, metadata_store, broker_url).config
+    min_age_ms = parse_duration_ms(min_age)
+    now_ms = parse_time_ms(now) if now is not None else int(time.time() * 1000)
+    try:
+        from audit.run import run_command
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("pyspark", "py4j"):
+            raise
+        raise JanitorError(
+            f"the audit needs PySpark ({exc.name} is missing): "
+            "pip install 'pulsar-ledger-janitor[audit]'"
+        ) from exc
+    figures = run_command(
+        config,
+        inventory=inventory,
+        references=references,
+        now_ms=now_ms,
+        min_age_ms=min_age_ms,
+        output=output,
+        enqueue=enqueue,
+        spark_master=spark_master,
+        out=plain_console(stderr=as_json),
+        err=plain_console(stderr=True),
+    )
+    figures["seconds"] = round(time.monotonic() - started, 3)
+    if as_json:
+        typer.echo(json.dumps(figures))

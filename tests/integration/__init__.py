@@ -1,0 +1,1 @@
+"""Against real servers: ZooKeeper, pulsar-lite, loopback HTTP, moto, the CLI in processes."""

@@ -1,0 +1,35 @@
+"""`python -m bench.audit --quick --json` runs and prints figures of the documented shape."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyspark.sql import SparkSession
+
+pytest.importorskip("duckdb", reason="the benchmark's baseline needs DuckDB (the test extra)")
+
+from bench import audit as bench
+from harness.zookeeper import ZooKeeperServer
+
+
+def test_quick_benchmark_prints_one_json_line(
+    spark: SparkSession,
+    zookeeper: ZooKeeperServer,
+    chroot: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bench.main(["--quick", "--json", "--zookeeper", f"{zookeeper.hosts}{chroot}"])
+
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(figures) == {"quick", "cores", "files", "zookeeper", "verdicts", "seconds"}
+    (files,) = figures["files"]
+    assert files["ledgers"] == 20_000 and files["orphans"] > 0
+    assert {"spark_audit_s", "spark_antijoin_s", "duckdb_s", "python_sets_s", "spark_wins"} <= set(
+        files
+    )
+    zk = figures["zookeeper"]
+    assert zk["znodes"] == 2_000
+    assert all(zk[k] > 0 for k in ("create_per_s", "spark_per_s", "single_client_per_s"))
+    assert len(figures["verdicts"]) == 3 and "Spark" in figures["verdicts"][-1]
+    assert spark.getActiveSession() is not None  # the shared session survives the benchmark

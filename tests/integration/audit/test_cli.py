@@ -1,0 +1,175 @@
+"""The `audit` command offline (inventory and references from files), its errors, and that
+nothing but `audit/` imports PySpark."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import typer
+from pyspark.sql import SparkSession
+from typer.testing import CliRunner
+
+from audit.errors import AuditError
+from audit.schema import INVENTORY_SCHEMA
+from ledger_janitor.audit_cli import parse_duration_ms, parse_time_ms
+from tests.integration.audit.test_end_to_end import cli_app
+
+NOW = 1_700_000_000_000
+DAY = 86_400_000
+OLD = NOW - 9 * DAY
+
+
+def ledger(
+    ledger_id: int, ctime: int | None, name: str | None, size: int | None = None
+) -> dict[str, object]:
+    metadata = (
+        {}
+        if name is None
+        else {"application": "pulsar", "component": "managed-ledger", "pulsar/managed-ledger": name}
+    )
+    return {"ledger_id": ledger_id, "ctime_ms": ctime, "custom_metadata": metadata, "size": size}
+
+
+INVENTORY = [
+    ledger(1, OLD, "a/b/persistent/t", 10),
+    ledger(2, OLD, "a/b/persistent/t", 20),
+    ledger(3, OLD, "a/c/persistent/u%3Av"),
+    ledger(4, None, "a/b/persistent/t"),
+    ledger(5, OLD, None),
+]
+REFERENCES = [
+    {"ledger_id": 1, "topic": "a/b/t", "component": "MANAGED_LEDGER"},
+    {"ledger_id": 7, "topic": "a/b/t"},
+    {"ledger_id": 8, "topic": "a/b/t", "bookkeeper_deleted": True},
+]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def run(*args: str) -> tuple[int, str, str, BaseException | None]:
+    result = CliRunner().invoke(cli_app(), ["audit", *args])
+    return result.exit_code, result.stdout, result.stderr, result.exception
+
+
+def offline(inventory: Path, references: Path, *extra: str) -> list[str]:
+    # A store that does not exist: an offline audit must not open it.
+    return ["--inventory", str(inventory), "--references", str(references), "--now", str(NOW),
+            "--metadata-store", "sqlite:/nonexistent/janitor.db", *extra]  # fmt: skip
+
+
+def test_offline_audit_from_json_lines(tmp_path: Path) -> None:
+    inventory = write_jsonl(tmp_path / "inventory.jsonl", INVENTORY)
+    references = write_jsonl(tmp_path / "references.jsonl", REFERENCES)
+    code, stdout, _, _ = run(*offline(inventory, references, "--json", "--min-age", "7d"))
+    assert code == 0
+    figures = json.loads(stdout.strip().splitlines()[-1])
+    assert {k: figures[k] for k in ("ledgers", "referenced", "orphans", "dangling")} == {
+        "ledgers": 5,
+        "referenced": 3,
+        "orphans": 2,
+        "dangling": 1,
+    }
+    assert (figures["young"], figures["foreign"], figures["enqueued"]) == (1, 1, 0)
+    assert set(figures) >= {"ledgers", "referenced", "orphans", "dangling", "enqueued", "seconds"}
+
+
+def test_the_summary_table_names_namespaces_and_components(tmp_path: Path) -> None:
+    inventory = write_jsonl(tmp_path / "inventory.json", INVENTORY)
+    references = write_jsonl(tmp_path / "references.json", REFERENCES)
+    code, stdout, stderr, _ = run(*offline(inventory, references))
+    assert code == 0
+    assert "a/b" in stdout and "a/c" in stdout and "MANAGED_LEDGER" in stdout
+    assert "20 B" in stdout  # ledger 2; ledger 3's size is unknown
+    assert "DANGLING" in stdout and "7" in stdout
+    assert "dry run: 2 orphans found" in stderr
+
+
+def test_a_parquet_inventory_reads_like_json_lines(spark: SparkSession, tmp_path: Path) -> None:
+    rows = [(r["ledger_id"], r["ctime_ms"], r["custom_metadata"], r.get("size")) for r in INVENTORY]
+    spark.createDataFrame(rows, INVENTORY_SCHEMA).write.parquet(str(tmp_path / "inventory.parquet"))
+    references = write_jsonl(tmp_path / "references.jsonl", REFERENCES)
+    code, stdout, _, _ = run(*offline(tmp_path / "inventory.parquet", references, "--json"))
+    assert code == 0
+    assert json.loads(stdout.strip().splitlines()[-1])["orphans"] == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"ledger_id": 1, "ctime_ms": 5, "custom_metadata": {}}\n{not json\n', "inventory"),
+        ('{"ledger_id": "one", "ctime_ms": 5, "custom_metadata": {}}\n', "inventory"),
+        ('{"ctime_ms": 5, "custom_metadata": {}}\n', "valid ledger_id"),
+    ],
+)
+def test_a_malformed_inventory_aborts(tmp_path: Path, content: str, message: str) -> None:
+    inventory = tmp_path / "inventory.jsonl"
+    inventory.write_text(content)
+    references = write_jsonl(tmp_path / "references.jsonl", REFERENCES)
+    code, _, _, exc = run(*offline(inventory, references))
+    assert code != 0 and isinstance(exc, AuditError), exc
+    assert message in str(exc)
+
+
+def test_a_parquet_column_of_the_wrong_type_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    spark.createDataFrame([("1", 5)], "ledger_id string, ctime_ms long").write.parquet(
+        str(tmp_path / "bad.parquet")
+    )
+    references = write_jsonl(tmp_path / "references.jsonl", REFERENCES)
+    _, _, _, exc = run(*offline(tmp_path / "bad.parquet", references))
+    assert isinstance(exc, AuditError) and "'ledger_id' is string, not bigint" in str(exc)
+
+
+def test_no_references_at_all_is_refused(tmp_path: Path) -> None:
+    inventory = write_jsonl(tmp_path / "inventory.jsonl", INVENTORY)
+    references = write_jsonl(tmp_path / "references.jsonl", [])
+    _, _, _, exc = run(*offline(inventory, references))
+    assert isinstance(exc, AuditError) and "no references at all" in str(exc)
+
+
+def test_durations_and_times() -> None:
+    assert parse_duration_ms("24h") == 86_400_000
+    assert [parse_duration_ms(t) for t in ("90m", "7d", "3600", "500ms", "0")] == [
+        5_400_000,
+        604_800_000,
+        3_600_000,
+        500,
+        0,
+    ]
+    assert parse_time_ms("1700000000000") == 1_700_000_000_000
+    assert parse_time_ms("2023-11-14T22:13:20") == 1_700_000_000_000
+    assert parse_time_ms("2023-11-15T00:13:20+02:00") == 1_700_000_000_000
+    for bad in ("-1h", "1 day", "h"):
+        with pytest.raises(typer.BadParameter):
+            parse_duration_ms(bad)
+    with pytest.raises(typer.BadParameter):
+        parse_time_ms("yesterday")
+
+
+def test_only_the_audit_imports_pyspark() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        import ledger_janitor.audit_cli, ledger_janitor.cli, ledger_janitor.wiring
+        assert "pyspark" not in sys.modules, "the sidecar imported pyspark"
+        sys.modules["pyspark"] = None  # as if the [audit] extra were not installed
+        import typer
+        from typer.testing import CliRunner
+        app = typer.Typer()
+        app.command("audit")(ledger_janitor.audit_cli.audit_command)
+        app.callback()(lambda: None)
+        result = CliRunner().invoke(app, ["audit", "--inventory", "x.jsonl"])
+        print(result.exception)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "the audit needs PySpark" in done.stdout, done.stdout + done.stderr

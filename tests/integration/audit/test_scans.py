@@ -1,0 +1,171 @@
+"""The distributed scans against a real ZooKeeper laid out as BookKeeper and Pulsar lay it out."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+from rich.console import Console
+
+from audit.errors import AuditError
+from audit.ledger_scan import ZooKeeperTarget, expand_buckets, zookeeper_inventory
+from audit.pipeline import AuditOptions, run_audit
+from audit.progress import ScanProgress
+from audit.reference_scan import StoreSpec, metadata_references
+from config import parse_store_url
+from core.errors import MetadataError
+from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+from deletion.domain.message import LedgerComponent
+from deletion.domain.topics import NamespaceName, TopicName, managed_ledger_path
+from deletion.wire.metadata_codec import wrap
+from deletion.wire.proto.ml_data_formats_pb2 import CompressionType, ManagedCursorInfo
+from harness.zookeeper import ZooKeeperServer
+from ledger_janitor.embedded import free_port
+from ledger_janitor.seeding import TopicSeeder
+from tests.integration.audit.planting import BOOKKEEPER_OWN, ZkLedgers, write_offloaded
+
+ACME, BETA = NamespaceName("acme", "orders"), NamespaceName("beta", "billing")
+
+
+@pytest.fixture
+def store(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[ZooKeeperMetadataStore]:
+    opened = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{zookeeper.hosts}{chroot}"))
+    yield opened
+    opened.close()
+
+
+def test_buckets_expand_to_enough_partitions_without_descending_into_ledgers() -> None:
+    tree = {
+        "/ledgers": ["00", "000", "LAYOUT", "idgen", "available", "junk"],
+        "/ledgers/00": ["0000", "0001"],
+        "/ledgers/000": ["0000"],
+        "/ledgers/000/0000": ["0000", "0002"],
+        "/ledgers/000/0000/0000": ["0000"],
+        "/ledgers/000/0000/0002": ["0001"],
+    }
+    children = lambda path: tree.get(path, [])  # noqa: E731
+    assert expand_buckets(children, "/ledgers", 1) == ["00", "000", "junk"]
+    assert expand_buckets(children, "/ledgers", 100) == [
+        "00/0000",
+        "00/0001",
+        "000/0000/0000/0000",
+        "000/0000/0002/0001",
+        "junk",
+    ]
+
+
+def test_inventory_scan_reads_every_ledger_of_both_layouts(
+    spark: SparkSession, store: ZooKeeperMetadataStore, zookeeper: ZooKeeperServer, chroot: str
+) -> None:
+    for node in BOOKKEEPER_OWN:
+        store.create(node, b"")
+    ledgers = ZkLedgers(store)
+    topic = TopicName(ACME, "orders")
+    short = [ledgers.of(topic, LedgerComponent.MANAGED_LEDGER, ledger_id=i) for i in (1, 2, 10_001)]
+    big = ledgers.of(topic, LedgerComponent.MANAGED_CURSOR, ledger_id=123_456_789, length=4096)
+    long_ids = [ledgers.create({}, ledger_id=2**33 + i) for i in (0, 10_000)]
+    stamped = ledgers.create({"application": b"pulsar"}, ctime_ms=1_000, ledger_id=77)
+    store.create("/ledgers/00/0000/L0099", b"not ledger metadata")
+    before = int(time.time() * 1000)
+
+    target = ZooKeeperTarget(f"{zookeeper.hosts}{chroot}")
+    rows = {r["ledger_id"]: r for r in zookeeper_inventory(spark, target).collect()}
+
+    assert set(rows) == {*short, big, *long_ids, stamped, 99}
+    assert rows[big]["size"] == 4096 and rows[1]["size"] is None
+    assert rows[big]["custom_metadata"]["pulsar/cursor"] == "sub"
+    assert rows[stamped]["ctime_ms"] == 1_000  # the metadata's own ctime wins
+    assert all(abs(rows[i]["ctime_ms"] - before) < 120_000 for i in short)  # the znode's ctime
+    assert rows[99]["custom_metadata"] is None  # undecodable: kept, never attributable
+    assert rows[long_ids[0]]["custom_metadata"] == {}
+
+
+def test_inventory_scan_refuses_a_store_without_a_ledger_tree(
+    spark: SparkSession, store: ZooKeeperMetadataStore, zookeeper: ZooKeeperServer, chroot: str
+) -> None:
+    with pytest.raises(AuditError, match="no /ledgers"):
+        zookeeper_inventory(spark, ZooKeeperTarget(f"{zookeeper.hosts}{chroot}"))
+
+
+def test_an_unreachable_zookeeper_aborts(spark: SparkSession) -> None:
+    with pytest.raises(MetadataError, match="cannot reach ZooKeeper"):
+        zookeeper_inventory(spark, ZooKeeperTarget(f"127.0.0.1:{free_port()}", timeout=1))
+
+
+def test_reference_scan_sees_what_the_worker_sees(
+    spark: SparkSession, store: ZooKeeperMetadataStore, zookeeper: ZooKeeperServer, chroot: str
+) -> None:
+    ledgers = ZkLedgers(store)
+    seeder = TopicSeeder(store, ledgers)
+    seeded = [
+        seeder.seed(TopicName(ACME, f"orders-partition-{i}"), 3, schema_versions=2 * (i == 0))
+        for i in range(2)
+    ]
+    encoded = seeder.seed(TopicName(BETA, "events v2:raw"), 2, schema_versions=1)
+    for path, kind in (
+        (managed_ledger_path(encoded.topic), CompressionType.ZSTD),
+        (f"{managed_ledger_path(encoded.topic)}/sub", CompressionType.LZ4),
+    ):
+        node = store.get(path)
+        assert node is not None
+        store.set(path, wrap(node.data, kind))
+    compaction = ManagedCursorInfo(cursorsLedgerId=-1)
+    compaction.properties.add(name="CompactedTopicLedger", value=4242)
+    store.create(
+        f"{managed_ledger_path(seeded[0].topic)}/__compaction", compaction.SerializeToString()
+    )
+    write_offloaded(store, TopicName(BETA, "archive"), {500: True, 501: False})
+
+    url = parse_store_url(f"zk:{zookeeper.hosts}{chroot}")
+    rows = metadata_references(spark, StoreSpec(url)).collect()
+
+    by_topic: dict[str, set[int]] = {}
+    for row in rows:
+        by_topic.setdefault(row["topic"], set()).add(row["ledger_id"])
+    in_use = MetadataInUseLedgers(store)
+    for s in [*seeded, encoded]:
+        assert by_topic[str(s.topic)] | by_topic.get(str(s.topic.base), set()) >= s.referenced()
+        assert in_use.fetch(s.topic).ledger_ids <= by_topic[str(s.topic)] | by_topic.get(
+            str(s.topic.base), set()
+        )
+    components = {(r["ledger_id"], r["component"], r["bookkeeper_deleted"]) for r in rows}
+    assert (4242, "COMPACTED", False) in components
+    assert (seeded[0].cursor_ledger, "MANAGED_CURSOR", False) in components
+    assert (encoded.schema_ledgers[0], "SCHEMA_STORAGE", False) in components
+    assert {(500, "MANAGED_LEDGER", True), (501, "MANAGED_LEDGER", False)} <= components
+    assert {r["namespace"] for r in rows} == {"acme/orders", "beta/billing"}
+
+
+def _options(zookeeper: ZooKeeperServer, chroot: str, references_chroot: str) -> AuditOptions:
+    return AuditOptions(
+        now_ms=int(time.time() * 1000),
+        min_age_ms=0,
+        metadata=parse_store_url(f"zk:{zookeeper.hosts}{references_chroot}"),
+        ledgers=parse_store_url(f"zk:{zookeeper.hosts}{chroot}"),
+    )
+
+
+def test_unreadable_metadata_aborts_the_audit(
+    spark: SparkSession, store: ZooKeeperMetadataStore, zookeeper: ZooKeeperServer, chroot: str
+) -> None:
+    ledgers = ZkLedgers(store)
+    seeder = TopicSeeder(store, ledgers)
+    seeder.seed(TopicName(ACME, "good"), 2)
+    bad = seeder.seed(TopicName(ACME, "bad"), 2)
+    store.set(managed_ledger_path(bad.topic), b"\x47\x78\x00\x00\x00\x02\xff\xff")
+    progress = ScanProgress(spark.sparkContext, Console(quiet=True))
+    with pytest.raises(AuditError, match=r"reference scan failed.*acme/orders/persistent/bad"):
+        run_audit(spark, _options(zookeeper, chroot, chroot), progress)
+
+
+@pytest.mark.filterwarnings("ignore:No chroot path exists")
+def test_a_metadata_store_without_references_is_refused(
+    spark: SparkSession, store: ZooKeeperMetadataStore, zookeeper: ZooKeeperServer, chroot: str
+) -> None:
+    TopicSeeder(store, ZkLedgers(store)).seed(TopicName(ACME, "t"), 2)
+    progress = ScanProgress(spark.sparkContext, Console(quiet=True))
+    with pytest.raises(AuditError, match="no references at all"):
+        run_audit(spark, _options(zookeeper, chroot, chroot + "-wrong"), progress)

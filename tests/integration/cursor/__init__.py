@@ -1,0 +1,1 @@
+"""The durable cursor against real metadata stores and the worker."""

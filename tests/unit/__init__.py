@@ -1,0 +1,1 @@
+"""Pure logic, no server: decisions, codecs, names, the handler over fakes."""

@@ -1,0 +1,1 @@
+"""Cursor ack state, wire formats and persistence layouts over the embedded ledger store."""

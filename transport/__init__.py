@@ -1,0 +1,1 @@
+"""The Pulsar transport below producers and consumers: the client, the producer pool, admin REST."""

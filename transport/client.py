@@ -1,0 +1,107 @@
+"""The Pulsar client: connecting, sending with a future, and naming message ids as Java does."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import Future
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pulsar
+
+from config import ServiceConfiguration
+from core.errors import BrokerError, TransientBrokerError
+from transport.auth import token_from
+
+TRANSIENT_RESULTS = frozenset(
+    {
+        pulsar.Result.Timeout,
+        pulsar.Result.ConnectError,
+        pulsar.Result.NotConnected,
+        pulsar.Result.ServiceUnitNotReady,
+        pulsar.Result.TooManyLookupRequestException,
+        pulsar.Result.ProducerQueueIsFull,
+        pulsar.Result.LookupError,
+    }
+)
+_TRANSIENT_EXCEPTIONS = (
+    pulsar.Timeout,
+    pulsar.ConnectError,
+    pulsar.NotConnected,
+    pulsar.LookupError,
+)
+
+
+def connect(config: ServiceConfiguration, log_file: Path | None = None) -> pulsar.Client:
+    """A client whose own (C++) log says warnings and errors only: on the console, or in
+    `log_file` if given.
+
+    Not through Python's logging: whenever that logger cannot take the GIL, the C++ client
+    falls back to logging everything down to DEBUG on stdout.
+    """
+    logger: Any = pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)
+    if log_file is not None:
+        logger = pulsar.FileLogger(pulsar.LoggerLevel.Warn, str(log_file))
+    authentication = None
+    # The C++ client reads `file:/path` as an empty token and sends a token file's trailing
+    # newline: resolve every AuthenticationToken form ourselves, as the admin REST client does.
+    token = token_from(config.auth_plugin, config.auth_params)
+    if token is not None:
+        authentication = pulsar.AuthenticationToken(token)
+    elif config.auth_plugin:
+        authentication = pulsar.Authentication(config.auth_plugin, config.auth_params)
+    return pulsar.Client(
+        config.broker_service_url,
+        authentication=authentication,
+        operation_timeout_seconds=config.operation_timeout_seconds,
+        message_listener_threads=1,
+        logger=logger,
+        tls_trust_certs_file_path=config.tls_trust_certs_file_path or None,
+        tls_allow_insecure_connection=config.tls_allow_insecure_connection,
+    )
+
+
+def translate(exc: Exception, doing: str) -> BrokerError:
+    """Map a pulsar-client exception to ours: transient ones are worth a quick retry."""
+    kind = TransientBrokerError if isinstance(exc, _TRANSIENT_EXCEPTIONS) else BrokerError
+    return kind(f"{doing}: {type(exc).__name__}: {exc}")
+
+
+def java_message_id(message_id: Any) -> str:
+    """`ledgerId:entryId:partition[:batchIndex]`, as MessageIdImpl.toString() prints it."""
+    text = f"{message_id.ledger_id()}:{message_id.entry_id()}:{message_id.partition()}"
+    batch_index = message_id.batch_index()
+    return f"{text}:{batch_index}" if batch_index >= 0 else text
+
+
+def send_async(
+    producer: Any,
+    payload: bytes,
+    properties: Mapping[str, str],
+    key: str | None = None,
+    delay_seconds: float = 0.0,
+    ordering_key: str | None = None,
+) -> Future[Any]:
+    """Send and return a future that completes with the message id once the broker has it."""
+    future: Future[Any] = Future()
+
+    def on_sent(result: Any, message_id: Any) -> None:
+        if result == pulsar.Result.Ok:
+            future.set_result(message_id)
+            return
+        kind = TransientBrokerError if result in TRANSIENT_RESULTS else BrokerError
+        future.set_exception(kind(f"send to {producer.topic()} failed: {result}"))
+
+    extra: dict[str, Any] = {}
+    if delay_seconds > 0:
+        extra["deliver_after"] = timedelta(seconds=delay_seconds)
+    if ordering_key:
+        extra["ordering_key"] = ordering_key
+    try:
+        producer.send_async(
+            payload, on_sent, properties=dict(properties), partition_key=key, **extra
+        )
+    except pulsar.PulsarException as exc:
+        future.set_exception(translate(exc, f"send to {producer.topic()}"))
+    return future
