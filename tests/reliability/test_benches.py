@@ -20,6 +20,7 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "worker_outcomes": dict,
         "correct": bool,
         "raw_kazoo_delete_per_second": float,
+        "raw_kazoo_read_delete_pairs_pipelined_per_second": float,
         "raw_kazoo_delete_threads_per_second": float,
         "raw_kazoo_delete_pipelined_per_second": float,
         "raw_broker_consume_ack_per_second": float,
