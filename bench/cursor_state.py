@@ -23,12 +23,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from cursor import AckState, CursorSettings, Position, RangeEncoding
-from cursor.ack.bitmap import LedgerBitmap
-from cursor.persistence.capture import apply_ranges
+from cursor import AckState, CursorSettings, Position, RangeEncoding, WireRanges
+from cursor.ack import LedgerBitmap
+from cursor.persistence import FullStatePersistence, apply_ranges
 from cursor.persistence.chunking import find_latest, write
-from cursor.persistence.full_state import FullStatePersistence
-from cursor.wire.content import WireRanges
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType, PositionInfo
 

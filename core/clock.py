@@ -1,9 +1,11 @@
-"""Wall-clock time, as its own type.
+"""Wall-clock and monotonic time, as two types that do not mix.
 
-Due times (a message's publish time plus its delay), snapshot times and ledger ages are
-compared with each other, so they must all be wall-clock (epoch) seconds; a monotonic
-reading mixed in makes every comparison meaningless. Cache lifetimes stay monotonic and
-never meet these values.
+Due times (a message's publish time plus its delay), snapshot times, ledger ages and the
+cursor's `lastActive` are compared with each other or written where Pulsar reads epoch time,
+so they must all be wall-clock (epoch) seconds. Cache lifetimes are measured on the
+monotonic clock, which no clock adjustment moves, and never meet those values. A value of
+one kind where the other is expected is a type error; converting on purpose takes an
+explicit `EpochSeconds(...)` or `MonotonicSeconds(...)`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,13 @@ from typing import NewType
 EpochSeconds = NewType("EpochSeconds", float)
 WallClock = Callable[[], EpochSeconds]
 
+MonotonicSeconds = NewType("MonotonicSeconds", float)
+MonotonicClock = Callable[[], MonotonicSeconds]
+
 
 def wall_clock() -> EpochSeconds:
     return EpochSeconds(time.time())
+
+
+def monotonic_clock() -> MonotonicSeconds:
+    return MonotonicSeconds(time.monotonic())

@@ -5,31 +5,34 @@ znode itself holds when the ledger has no readable state, as Pulsar does) and mo
 fresh ledger at once: a recovered ledger is never appended to again, so a torn tail can only
 ever be the last thing in a ledger. After each flush the ledger rolls over once it holds more
 than `managedLedgerCursorMaxEntriesPerLedger` entries or is older than
-`managedLedgerCursorRolloverTimeInSeconds`. Calls are serialised by a lock.
+`managedLedgerCursorRolloverTimeInSeconds`. Calls are serialised by a lock. The clock is the
+wall clock: the znode's `lastActive` is epoch milliseconds, as Pulsar writes it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from core.clock import WallClock, wall_clock
 from core.errors import DecodeError, LedgerStorageError
-from cursor.ack.ack_state import AckState
-from cursor.ack.positions import BEFORE_FIRST, LedgerLayout, Position
+from cursor.ack import BEFORE_FIRST, AckState, LedgerLayout, Position
 from cursor.durable.gate import AckStateGate
 from cursor.durable.metadata import CursorMetadata
 from cursor.durable.rotation import LedgerRotator, Rotation, RotationOutcome
 from cursor.errors import RotationError
-from cursor.persistence.capture import PersistReport, apply_ranges
-from cursor.persistence.contract import StatePersistence
-from cursor.persistence.full_state import FullStatePersistence
-from cursor.persistence.incremental import IncrementalPersistence
-from cursor.persistence.ledger_port import CursorLedgers
-from cursor.persistence.settings import CursorSettings
-from cursor.wire.content import CursorInfoContent
+from cursor.persistence import (
+    CursorLedgers,
+    CursorSettings,
+    FullStatePersistence,
+    IncrementalPersistence,
+    PersistReport,
+    StatePersistence,
+    apply_ranges,
+)
+from cursor.wire import CursorInfoContent
 from deletion.domain.ports import MetadataStore, PendingDeletions
 from deletion.domain.topics import TopicName
 
@@ -53,7 +56,7 @@ class DurableCursor:
         rotator: LedgerRotator,
         state: AckState,
         settings: CursorSettings,
-        clock: Callable[[], float],
+        clock: WallClock,
         cursor_properties: Mapping[str, str],
     ) -> None:
         self._metadata = metadata
@@ -82,7 +85,7 @@ class DurableCursor:
         name: str,
         stores: CursorStores,
         settings: CursorSettings | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: WallClock = wall_clock,
         layout: LedgerLayout | None = None,
         initial_mark_delete: Position = BEFORE_FIRST,
     ) -> DurableCursor:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cursor.ack.ack_state import AckState
+from cursor.ack import AckState
 
 
 class AckStateGate:

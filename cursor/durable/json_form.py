@@ -14,11 +14,9 @@ from typing import Any
 import numpy as np
 
 from core.errors import DecodeError
-from cursor.ack.ack_state import AckState
-from cursor.ack.bitmap import LedgerBitmap
-from cursor.ack.positions import BEFORE_FIRST, Position
-from cursor.persistence.capture import apply_ranges, capture
-from cursor.wire.content import (
+from cursor.ack import BEFORE_FIRST, AckState, LedgerBitmap, Position
+from cursor.persistence import apply_ranges, capture
+from cursor.wire import (
     BatchIndexes,
     CursorInfoContent,
     LedgerBits,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from cursor.wire.compression import compress, decompress
-from cursor.wire.content import CursorInfoContent
-from cursor.wire.cursor_info_codec import decode_cursor_info, encode_cursor_info
+from cursor.wire import (
+    CursorInfoContent,
+    compress,
+    decode_cursor_info,
+    decompress,
+    encode_cursor_info,
+)
 from deletion.domain.ports import MetadataStore
 from deletion.domain.topics import TopicName, managed_ledger_path
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType

@@ -28,9 +28,8 @@ from core.errors import (
 )
 from cursor.durable.metadata import CursorMetadata
 from cursor.errors import RotationError
-from cursor.persistence.contract import WrittenState
-from cursor.persistence.ledger_port import CursorLedgers
-from cursor.wire.content import CursorInfoContent
+from cursor.persistence import CursorLedgers, WrittenState
+from cursor.wire import CursorInfoContent
 from deletion.domain.decision import pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.ports import PendingDeletions

@@ -18,17 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.errors import DecodeError
-from cursor.ack.ack_state import AckState
-from cursor.ack.bitmap import LedgerBitmap
-from cursor.ack.bitmap_store import BitmapStore
-from cursor.ack.positions import LedgerLayout, Position
-from cursor.wire.content import (
-    BatchIndexes,
-    LedgerBits,
-    PositionInfoContent,
-    RangeEncoding,
-    WireRanges,
-)
+from cursor.ack import AckState, BitmapStore, LedgerBitmap, LedgerLayout, Position
+from cursor.wire import BatchIndexes, LedgerBits, PositionInfoContent, RangeEncoding, WireRanges
 
 MAX_BATCH_DELETED_INDEX_TO_PERSIST = 10_000
 

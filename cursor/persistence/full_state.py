@@ -5,15 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from core.errors import LedgerStorageError
-from cursor.ack.ack_state import AckState
-from cursor.ack.positions import LedgerLayout
+from cursor.ack import AckState, LedgerLayout
 from cursor.persistence import chunking
 from cursor.persistence.capture import capture
-from cursor.persistence.contract import RecoveredState, WrittenState
-from cursor.persistence.ledger_port import CursorLedgers
+from cursor.persistence.ledger_port import CursorLedgers, RecoveredState, WrittenState
 from cursor.persistence.recovery import recover
 from cursor.persistence.settings import CursorSettings
-from cursor.wire.state_codec import encode_state
+from cursor.wire import encode_state
 
 
 class FullStatePersistence:

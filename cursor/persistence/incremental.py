@@ -15,20 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.errors import LedgerStorageError
-from cursor.ack.ack_state import AckState
-from cursor.ack.bitmap import LedgerBitmap
-from cursor.ack.lru import SwappingBitmaps
-from cursor.ack.positions import LedgerLayout, Position
+from cursor.ack import AckState, LedgerBitmap, LedgerLayout, Position, SwappingBitmaps
 from cursor.persistence import chunking
 from cursor.persistence.capture import PersistReport, capped_batches
-from cursor.persistence.contract import RecoveredState, WrittenState
-from cursor.persistence.ledger_port import CursorLedgers
+from cursor.persistence.ledger_port import CursorLedgers, RecoveredState, WrittenState
 from cursor.persistence.recovery import load_ledger, recover
 from cursor.persistence.settings import CursorSettings
-from cursor.wire import ack_index
-from cursor.wire.ack_index import IndexEntry
-from cursor.wire.content import PositionInfoContent
-from cursor.wire.state_codec import encode_state
+from cursor.wire import IndexEntry, PositionInfoContent, ack_index, encode_state
 
 
 @dataclass

@@ -12,20 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from core.errors import DecodeError
-from cursor.ack.ack_state import AckState
-from cursor.ack.bitmap import LedgerBitmap
-from cursor.ack.bitmap_store import BitmapStore, InMemoryBitmaps
-from cursor.ack.lru import LedgerSwap, SwappingBitmaps
-from cursor.ack.positions import LedgerLayout, Position
+from cursor.ack import (
+    AckState,
+    BitmapStore,
+    InMemoryBitmaps,
+    LedgerBitmap,
+    LedgerLayout,
+    LedgerSwap,
+    Position,
+    SwappingBitmaps,
+)
 from cursor.persistence import chunking
 from cursor.persistence.capture import restore
-from cursor.persistence.contract import RecoveredState
-from cursor.persistence.ledger_port import CursorLedgers
+from cursor.persistence.ledger_port import CursorLedgers, RecoveredState
 from cursor.persistence.settings import CursorSettings
-from cursor.wire import ack_index
-from cursor.wire.ack_index import IndexEntry
-from cursor.wire.content import PositionInfoContent
-from cursor.wire.state_codec import decode_state
+from cursor.wire import IndexEntry, PositionInfoContent, ack_index, decode_state
 
 
 def recover(

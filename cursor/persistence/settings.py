@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from config import ServiceConfiguration
 from core.errors import ConfigurationError
 from cursor.persistence.capture import MAX_BATCH_DELETED_INDEX_TO_PERSIST
-from cursor.wire.compression import compression_type
-from cursor.wire.content import RangeEncoding
+from cursor.wire import RangeEncoding, compression_type
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
 
 

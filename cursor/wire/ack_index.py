@@ -19,8 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.errors import DecodeError
-from cursor.ack.bitmap import LedgerBitmap
-from cursor.ack.positions import Position
+from cursor.ack import LedgerBitmap, Position
 from cursor.wire.content import (
     BatchIndexes,
     LedgerBits,

@@ -1,15 +1,19 @@
-"""`cursorInfoCompressionType`: Pulsar's compression header around cursor payloads.
+"""Cursor payloads as Pulsar stores them: compressed with `cursorInfoCompressionType`.
 
-`[0x4778][int32 size][ManagedCursorInfoMetadata][payload compressed]`, the header
-MetaStoreImpl writes, with Pulsar's codecs from `deletion.wire.metadata_codec`. The metadata
-message has the same fields as ManagedLedgerInfoMetadata, so the bytes are the same. A
-chunked cursor state may legitimately be far larger than a znode, so the size bound here is
-the int32 of the header rather than the znode-sized bound of `metadata_codec.unwrap`.
+Both the cursor ledger's entries (a PositionInfo each) and the cursor's znode (a
+ManagedCursorInfo) go through here, and from here straight to Pulsar's header and codecs in
+`deletion.wire.metadata_codec`: `[0x4778][int32 size][ManagedCursorInfoMetadata][payload
+compressed]`, as MetaStoreImpl writes it. The metadata message has the same fields as
+ManagedLedgerInfoMetadata, so the bytes are the same. A chunked cursor state may
+legitimately be far larger than a znode, so the size bound here is the int32 of the header
+rather than the znode-sized default of `metadata_codec`.
 """
 
 from __future__ import annotations
 
 from core.errors import ConfigurationError
+from cursor.wire.content import PositionInfoContent
+from cursor.wire.position_info_codec import decode_position_info, encode_position_info
 from deletion.wire import metadata_codec
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
 
@@ -31,6 +35,21 @@ def compress(payload: bytes, compression: CompressionType.ValueType) -> bytes:
 
 
 def decompress(data: bytes, where: str) -> tuple[bytes, CompressionType.ValueType]:
-    """The plain payload and the compression it was stored with; the size bound is the
-    header's int32, not the znode-sized bound of `metadata_codec.unwrap`."""
+    """The plain payload and the compression it was stored with."""
     return metadata_codec.unwrap_with_type(data, where, MAX_UNCOMPRESSED)
+
+
+def encode_state(
+    content: PositionInfoContent,
+    compression: CompressionType.ValueType = CompressionType.NONE,
+    max_entry_size: int | None = None,
+) -> bytes:
+    """A cursor-ledger entry's payload. A state that will be chunked (it reaches
+    `max_entry_size` before compression) is laid out with its required fields apart, so that
+    no torn part of it can decode as a complete state."""
+    return compress(encode_position_info(content, split_from=max_entry_size), compression)
+
+
+def decode_state(payload: bytes, where: str) -> PositionInfoContent:
+    plain, _ = decompress(payload, where)
+    return decode_position_info(plain, where)

@@ -13,8 +13,7 @@ from enum import Enum
 
 import numpy as np
 
-from cursor.ack.dtypes import I64, U64
-from cursor.ack.positions import Position
+from cursor.ack import I64, U64, Position
 
 _WORD_MASK = (1 << 64) - 1
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 
 from core.errors import DecodeError
-from cursor.ack.positions import Position
+from cursor.ack import Position
 from cursor.wire.content import CursorInfoContent
 from cursor.wire.position_info_codec import batch_indexes, batch_message
 from cursor.wire.range_wire import encode_message_ranges

@@ -7,8 +7,9 @@ sets through numpy, and the parts are concatenated: a protobuf message is the co
 of its fields.
 
 `split_required=True` writes entryId last instead, which any proto2 parser accepts (fields
-may come in any order). It is used for chunked states only: a torn prefix of such a payload
-lacks entryId and a torn suffix lacks ledgerId, so neither can pass for a complete state.
+may come in any order). It is used for chunked states only (`split_from`): a torn prefix of
+such a payload lacks entryId and a torn suffix lacks ledgerId, so neither can pass for a
+complete state.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 
 from core.errors import DecodeError
-from cursor.ack.positions import Position
+from cursor.ack import Position
 from cursor.wire.bitset_wire import encode_long_list_maps
 from cursor.wire.content import BatchIndexes, PositionInfoContent
 from cursor.wire.range_wire import encode_message_ranges
@@ -33,14 +34,20 @@ _WIRE_TYPES = {1: VARINT, 2: VARINT, 3: LENGTH_DELIMITED, 4: LENGTH_DELIMITED}
 _WIRE_TYPES |= {5: LENGTH_DELIMITED, 6: LENGTH_DELIMITED}
 
 
-def encode_position_info(content: PositionInfoContent, *, split_required: bool = False) -> bytes:
-    ledger_field, entry_field, body = position_info_parts(content)
+def encode_position_info(
+    content: PositionInfoContent, *, split_required: bool = False, split_from: int | None = None
+) -> bytes:
+    """`split_from` splits the required fields when the message reaches that many bytes: the
+    entry size from which a state is chunked."""
+    ledger_field, entry_field, body = _parts(content)
+    if split_from is not None:
+        split_required |= len(ledger_field) + len(entry_field) + len(body) >= split_from
     if split_required:
         return b"".join((ledger_field, body, entry_field))
     return b"".join((ledger_field, entry_field, body))
 
 
-def position_info_parts(content: PositionInfoContent) -> tuple[bytes, bytes, bytes]:
+def _parts(content: PositionInfoContent) -> tuple[bytes, bytes, bytes]:
     """(field 1, field 2, fields 3 to 6): enough to lay the message out either way."""
     ledger_id, entry_id = content.mark_delete
     middle = PositionInfo(

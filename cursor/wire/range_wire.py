@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from cursor.ack.dtypes import I64, U8, U64
+from cursor.ack import I64, U8, U64
 from cursor.wire.content import WireRanges
 from cursor.wire.varint import decode_varints_at, token_ends, varint_sizes, write_varints
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from cursor.ack.dtypes import I64, U8, U64
+from cursor.ack import I64, U8, U64
 
 MAX_VARINT_BYTES = 10
 _THRESHOLDS = np.array([1 << (7 * k) for k in range(1, MAX_VARINT_BYTES)], dtype=np.uint64)

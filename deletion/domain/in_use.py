@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from cachetools import TTLCache
 
-from core.clock import EpochSeconds
+from core.clock import EpochSeconds, MonotonicClock, monotonic_clock
 from deletion.domain.ports import InUseLedgers, TopicLedgers
 from deletion.domain.topics import TopicName
 
@@ -22,7 +20,7 @@ class CacheCounters:
 
 
 class InUseLedgersCache:
-    """Caches `InUseLedgers.fetch` per topic for `ttl` seconds of `clock` (monotonic).
+    """Caches `InUseLedgers.fetch` per topic for `ttl` seconds of the monotonic `clock`.
 
     A look-up may demand a snapshot read no earlier than some wall-clock time: an older
     cached one is then fetched anew. Concurrent look-ups of one topic share a single
@@ -34,7 +32,7 @@ class InUseLedgersCache:
         self,
         source: InUseLedgers,
         ttl: float,
-        clock: Callable[[], float] = time.monotonic,
+        clock: MonotonicClock = monotonic_clock,
         max_topics: int = 100_000,
     ) -> None:
         self._source = source

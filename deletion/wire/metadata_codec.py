@@ -1,8 +1,10 @@
-"""Pulsar's optional compression header on managed-ledger and cursor metadata.
+"""Pulsar's optional compression header and its codecs: the one place for both.
 
 `[0x4778][int32 size][Managed{Ledger,Cursor}InfoMetadata][payload compressed with Pulsar's
 codec]` (MetaStoreImpl.compressManagedInfo). A raw protobuf never starts with 0x47, whose
-wire type 7 does not exist, so the magic cannot be mistaken for a plain value.
+wire type 7 does not exist, so the magic cannot be mistaken for a plain value. Managed-ledger
+metadata is read here directly; cursor payloads (znodes and ledger entries) come through
+`cursor.wire.compression`, which only sets their size bound.
 """
 
 from __future__ import annotations
@@ -65,9 +67,7 @@ def unwrap_with_type(
     expected = metadata.uncompressedSize
     if not 0 <= expected <= max_uncompressed:
         raise DecodeError(f"{where}: implausible uncompressed size {expected}")
-    payload = decompress_payload(
-        data[_HEADER.size + size :], metadata.compressionType, expected, where
-    )
+    payload = _decompress(data[_HEADER.size + size :], metadata.compressionType, expected, where)
     if len(payload) != expected:
         raise DecodeError(f"{where}: decompressed {len(payload)} bytes, header says {expected}")
     return payload, metadata.compressionType
@@ -85,11 +85,10 @@ def _compress(payload: bytes, compression: CompressionType.ValueType) -> bytes:
     raise DecodeError(f"unknown compression type {compression}")
 
 
-def decompress_payload(
+def _decompress(
     body: bytes, compression: CompressionType.ValueType, size: int, where: str
 ) -> bytes:
-    """Decompress a payload whose header said `size` bytes (callers check the length).
-    Used by `unwrap` for znode-sized values and by cursor state for ledger-sized ones."""
+    """Decompress a payload whose header said `size` bytes (the caller checks the length)."""
     try:
         if compression == CompressionType.NONE:
             return body

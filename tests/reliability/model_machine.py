@@ -23,7 +23,7 @@ from hypothesis.stateful import (
 
 from consumers.handler import DeletionHandler, HandlingResult, Outcome
 from consumers.reconsume import Reconsumer, RetryPolicy
-from core.clock import EpochSeconds
+from core.clock import EpochSeconds, MonotonicSeconds
 from core.errors import TransientBrokerError, TransientMetadataError
 from core.retry import TransientRetry
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
@@ -108,6 +108,9 @@ class ProtocolMachine(RuleBasedStateMachine):
     def wall(self) -> EpochSeconds:
         return EpochSeconds(self.clock())
 
+    def monotonic(self) -> MonotonicSeconds:
+        return MonotonicSeconds(self.clock())
+
     def _storage(self, trap: Trap) -> Storage:
         return Storage(self.storage, self.born, trap, self.faults, self.raw)
 
@@ -118,7 +121,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.stores[index] = self._storage(trap)
         metadata = Metadata(self.metadata, trap, self.faults)
         source = Snapshots(MetadataInUseLedgers(metadata, self.wall), self.clock, TTL)
-        cache = InUseLedgersCache(source, TTL, self.clock)
+        cache = InUseLedgersCache(source, TTL, self.monotonic)
         reconsumer = Reconsumer(
             self.pools[index],  # type: ignore[arg-type]
             RetryPolicy(delay_seconds=DELAY, max_reconsume_times=MAX_RECONSUMES),

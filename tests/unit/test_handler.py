@@ -12,7 +12,7 @@ import pytest
 from consumers.handler import DeletionHandler, Outcome
 from consumers.received import not_before_seconds
 from consumers.reconsume import Reconsumer, RetryPolicy
-from core.clock import EpochSeconds
+from core.clock import EpochSeconds, MonotonicSeconds
 from core.errors import (
     DecodeError,
     LedgerStorageError,
@@ -191,7 +191,7 @@ class Rig:
     cache: InUseLedgersCache | None = None
 
     def new_cache(self) -> InUseLedgersCache:
-        return InUseLedgersCache(self.source, ttl=600, clock=lambda: NOW)
+        return InUseLedgersCache(self.source, ttl=600, clock=lambda: MonotonicSeconds(NOW))
 
     def handler(self) -> DeletionHandler:
         reconsumer = Reconsumer(self.pool, RetryPolicy(600, 10), clock=lambda: NOW)  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from core.clock import EpochSeconds
+from core.clock import EpochSeconds, MonotonicSeconds
 from core.errors import MetadataError
 from deletion.domain.in_use import CacheCounters, InUseLedgersCache
 from deletion.domain.ports import TopicLedgers
@@ -20,11 +20,13 @@ TTL = 600.0
 
 
 class FakeClock:
+    """The cache's monotonic clock; the fake source stamps its snapshots with it too."""
+
     def __init__(self, now: float = 1000.0) -> None:
         self.now = now
 
-    def __call__(self) -> float:
-        return self.now
+    def __call__(self) -> MonotonicSeconds:
+        return MonotonicSeconds(self.now)
 
 
 class FakeSource:

@@ -17,16 +17,16 @@ from core.clock import EpochSeconds
 from core.errors import EnqueueError, TransientMetadataError
 from cursor import (
     CursorInfoContent,
+    CursorMetadata,
     CursorSettings,
     CursorStores,
     DurableCursor,
     Position,
     RangeEncoding,
+    RotationError,
     RotationOutcome,
     WireRanges,
 )
-from cursor.durable.metadata import CursorMetadata
-from cursor.errors import RotationError
 from deletion.adapters.pulsar_metadata import ManagedLedgerWriter, MetadataInUseLedgers
 from deletion.domain.decision import Verdict, decide_in_use
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
@@ -54,8 +54,8 @@ class FakeClock:
     def __init__(self) -> None:
         self.now = 1_000_000.0
 
-    def __call__(self) -> float:
-        return self.now
+    def __call__(self) -> EpochSeconds:
+        return EpochSeconds(self.now)
 
 
 def ack_some(cursor: DurableCursor, seed: int) -> None:

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cursor import AckState, LedgerLayout, Position
-from cursor.errors import AckStateError
+from cursor import AckState, AckStateError, LedgerLayout, Position
 
 LEDGERS = (3, 4, 5)
 POSITIONS = st.builds(Position, st.sampled_from(LEDGERS), st.integers(0, 60))

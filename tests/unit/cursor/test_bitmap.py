@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cursor.ack.bitmap import LedgerBitmap
+from cursor.ack import LedgerBitmap
 
 ENTRIES = st.integers(0, 700)
 OPS = st.lists(

@@ -8,10 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from cursor import AckState, CursorSettings, Position, RangeEncoding
-from cursor.errors import NoCompleteStateError
-from cursor.persistence.full_state import FullStatePersistence
-from cursor.persistence.ledger_port import last_entry_id
+from cursor import AckState, CursorSettings, NoCompleteStateError, Position, RangeEncoding
+from cursor.persistence import FullStatePersistence, last_entry_id
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType, PositionInfo
 from harness.crashing import CrashingLedgers, SimulatedCrash, Trap

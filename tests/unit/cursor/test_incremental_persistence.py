@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 from cursor import AckState, CursorSettings, PersistReport, Position, RangeEncoding
-from cursor.ack.lru import SwappingBitmaps
-from cursor.persistence.contract import WrittenState
-from cursor.persistence.incremental import IncrementalPersistence
+from cursor.ack import SwappingBitmaps
+from cursor.persistence import IncrementalPersistence, WrittenState
 from cursor.wire.ack_index import MARKER
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
 from deletion.wire.proto.ml_data_formats_pb2 import PositionInfo
