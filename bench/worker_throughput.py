@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser("worker_throughput", __doc__)
     args.add_argument("--count", type=int, help="pending deletions (default 5000, quick 300)")
     args.add_argument("--parallelism", type=int, default=4)
-    args.add_argument("--batch-size", type=int, default=32)
+    args.add_argument("--batch-size", type=int, default=128)
     args.add_argument("--topics", type=int, default=20)
     options = args.parse_args(argv)
     quiet()

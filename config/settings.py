@@ -36,7 +36,7 @@ class ServiceConfiguration:
         minimum=1,
     )
     ledger_deletion_batch_size_of_two_phase_deletion: int = _setting(
-        32,
+        128,
         "ledgerDeletionBatchSizeOfTwoPhaseDeletion",
         "int",
         "Most pending deletions in one batch: their ledger reads and deletes are pipelined.",
