@@ -19,12 +19,12 @@ from pyspark.sql import functions as sf
 
 from audit import files, transform
 from audit.errors import AuditError, describe_failure
-from audit.ledger_scan import ZooKeeperTarget, sqlite_inventory, zookeeper_inventory
+from audit.ledger_scan import ledger_inventory
 from audit.progress import ScanProgress
-from audit.reference_scan import StoreSpec, metadata_references
+from audit.reference_scan import metadata_references
 from audit.schema import FOREIGN, ORPHAN, UNATTRIBUTABLE, YOUNG
-from config import StoreUrl
 from core.errors import DecodeError, JanitorError
+from deletion.adapters.opening import StoreSpec
 from deletion.domain.ports import LedgerStorage
 
 
@@ -32,12 +32,11 @@ from deletion.domain.ports import LedgerStorage
 class AuditOptions:
     now_ms: int
     min_age_ms: int
-    metadata: StoreUrl | None = None  # where Pulsar's metadata lives (references)
-    ledgers: StoreUrl | None = None  # where the ledgers live (inventory, dangling re-check)
+    metadata: StoreSpec | None = None  # where Pulsar's metadata lives (references)
+    ledgers: StoreSpec | None = None  # where the ledgers live (inventory, dangling re-check)
     inventory_file: Path | None = None
     references_file: Path | None = None
     output: Path | None = None
-    timeout_seconds: float = 30.0
 
 
 @dataclass
@@ -76,13 +75,9 @@ class AuditResult:
 def _inventory(spark: SparkSession, options: AuditOptions) -> DataFrame:
     if options.inventory_file is not None:
         return files.read_inventory(spark, options.inventory_file)
-    url = options.ledgers
-    if url is None:
+    if options.ledgers is None:
         raise AuditError("no ledger store to scan and no --inventory file")
-    if url.scheme == "zk":
-        target = ZooKeeperTarget(url.hosts + url.chroot, options.timeout_seconds)
-        return zookeeper_inventory(spark, target)
-    return sqlite_inventory(spark, url.path)
+    return ledger_inventory(spark, options.ledgers)
 
 
 def _references(spark: SparkSession, options: AuditOptions) -> DataFrame:
@@ -90,7 +85,7 @@ def _references(spark: SparkSession, options: AuditOptions) -> DataFrame:
         return files.read_references(spark, options.references_file)
     if options.metadata is None:
         raise AuditError("no metadata store to scan and no --references file")
-    return metadata_references(spark, StoreSpec(options.metadata, options.timeout_seconds))
+    return metadata_references(spark, options.metadata)
 
 
 def _materialize(frame: DataFrame, what: str) -> tuple[DataFrame, int]:

@@ -9,43 +9,26 @@ audit with it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from audit import pulsar_refs
-from audit.errors import AuditError
-from audit.ledger_scan import ZooKeeperTarget
 from audit.schema import REFERENCE_SCHEMA
-from config import StoreUrl
-from deletion.adapters.stores.sqlite import SqliteMetadataStore
-from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+from deletion.adapters.opening import StoreSpec, open_metadata_store
 from deletion.domain.ports import MetadataStore
 
 TopicItem = tuple[str, str, str, str]
 
 
-@dataclass(frozen=True)
-class StoreSpec:
-    """How an executor opens the metadata store: picklable, and never creates anything."""
-
-    url: StoreUrl
-    timeout: float = 30.0
-
-    def open(self) -> MetadataStore:
-        if self.url.scheme == "zk":
-            target = ZooKeeperTarget(self.url.hosts + self.url.chroot, self.timeout)
-            return ZooKeeperMetadataStore(target.connect(), owns_client=True)
-        if not Path(self.url.path).is_file():
-            raise AuditError(f"no embedded metadata store at {self.url.path}")
-        return SqliteMetadataStore(self.url.path)
+def _open(spec: StoreSpec) -> MetadataStore:
+    # Read-only: an audit creates no chroot and no database file.
+    return open_metadata_store(spec, create=False)
 
 
 def _topics(spec: StoreSpec, namespaces: Iterable[tuple[str, str]]) -> Iterator[TopicItem]:
-    store = spec.open()
+    store = _open(spec)
     try:
         for tenant, namespace in namespaces:
             yield from pulsar_refs.topics(store, tenant, namespace)
@@ -54,7 +37,7 @@ def _topics(spec: StoreSpec, namespaces: Iterable[tuple[str, str]]) -> Iterator[
 
 
 def _references(spec: StoreSpec, items: Iterable[TopicItem]) -> Iterator[pulsar_refs.ReferenceRow]:
-    store = spec.open()
+    store = _open(spec)
     try:
         for root, tenant, namespace, encoded in items:
             yield from pulsar_refs.references(store, root, tenant, namespace, encoded)
@@ -64,7 +47,7 @@ def _references(spec: StoreSpec, items: Iterable[TopicItem]) -> Iterator[pulsar_
 
 def metadata_references(spark: SparkSession, spec: StoreSpec) -> DataFrame:
     context = spark.sparkContext
-    store = spec.open()
+    store = _open(spec)
     try:
         namespaces = pulsar_refs.namespaces(store)
     finally:

@@ -10,12 +10,13 @@ from rich.console import Console
 
 from audit.enqueue import enqueue_orphans
 from audit.errors import AuditError
-from audit.ledger_scan import open_ledger_reader
 from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
 from audit.report import print_report
 from audit.session import open_session
-from config import ServiceConfiguration, parse_store_url
+from config import ServiceConfiguration
+from deletion.adapters.opening import StoreSpec, open_ledger_storage
+from producers.opening import open_phase_one
 
 
 def run_command(
@@ -31,20 +32,16 @@ def run_command(
     out: Console,
     err: Console,
 ) -> dict[str, Any]:
-    metadata_url = parse_store_url(config.metadata_store_url)
-    ledgers_url = parse_store_url(
-        config.bookkeeper_metadata_service_uri or config.metadata_store_url
-    )
-    timeout = float(config.operation_timeout_seconds)
+    metadata = StoreSpec.metadata(config)
+    ledgers = StoreSpec.ledgers(config)
     options = AuditOptions(
         now_ms=now_ms,
         min_age_ms=min_age_ms,
-        metadata=None if references else metadata_url,
-        ledgers=None if inventory else ledgers_url,
+        metadata=None if references else metadata,
+        ledgers=None if inventory else ledgers,
         inventory_file=inventory,
         references_file=references,
         output=output,
-        timeout_seconds=timeout,
     )
     with ExitStack() as stack:
         try:
@@ -56,7 +53,7 @@ def run_command(
         # Dangling candidates are looked up again only against the store that was scanned.
         storage = None
         if inventory is None:
-            storage = open_ledger_reader(ledgers_url, timeout)
+            storage = open_ledger_storage(ledgers, create=False)
             stack.callback(storage.close)
         result = run_audit(session.spark, options, progress, storage)
         print_report(out, result.summary, result.dangling_ids)
@@ -75,11 +72,8 @@ def run_command(
 
 
 def _enqueue(config: ServiceConfiguration, rows: Any, total: int, progress: ScanProgress) -> int:
-    from ledger_janitor.wiring import open_sidecar
-
-    sidecar = open_sidecar(config)
-    try:
-        with progress.counter("enqueueing orphans", total) as advance:
-            return enqueue_orphans(sidecar.phase_one, rows, advance=advance)
-    finally:
-        sidecar.close()
+    with (
+        open_phase_one(config) as parts,
+        progress.counter("enqueueing orphans", total) as advance,
+    ):
+        return enqueue_orphans(parts.phase_one, rows, advance=advance)

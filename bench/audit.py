@@ -8,7 +8,7 @@
    after a small warm-up run (a one-off CLI run also pays the JVM's warm-up, ~10 s).
 2. ZooKeeper: 100k ledger znodes in BookKeeper's layout on a real server (started here the
    way harness/zookeeper.py does, unless --zookeeper is given), scanned by Spark (one
-   kazoo client per partition) and by the same code in one process with one client.
+   connection per partition) and by the same code in one process with one connection.
 
 `--quick` shrinks both to seconds (the test suite runs it); `--json` ends with one JSON line.
 """
@@ -38,6 +38,9 @@ from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
 from audit.session import open_session
 from audit.transform import unreferenced
+from config import parse_store_url
+from deletion.adapters.opening import StoreSpec
+from deletion.adapters.stores.zookeeper import connect_client
 from deletion.domain.decision import pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName
@@ -161,15 +164,8 @@ def ledger_znode() -> bytes:
 
 def connect(hosts: str) -> KazooClient:
     """A client on `hosts`, creating its chroot first if there is one."""
-    server, slash, chroot = hosts.partition("/")
-    if slash:
-        bare = connect(server)
-        bare.ensure_path("/" + chroot)
-        bare.stop()
-        bare.close()
-    client = KazooClient(hosts=hosts, timeout=30)
-    client.start(timeout=30)
-    return client
+    url = parse_store_url(f"zk:{hosts}")
+    return connect_client(url.hosts, url.chroot, timeout=30)
 
 
 def populate(hosts: str, n: int) -> float:
@@ -194,16 +190,15 @@ def populate(hosts: str, n: int) -> float:
 def bench_zookeeper(spark: SparkSession, hosts: str, n: int, log: Console) -> dict[str, Any]:
     created = populate(hosts, n)
     log.print(f"zookeeper: {n:,} ledger znodes created at {created:,.0f}/s")
-    target = ZooKeeperTarget(hosts)
+    target = ZooKeeperTarget(StoreSpec(parse_store_url(f"zk:{hosts}")))
     spark_count, spark_s = timed(lambda: zookeeper_inventory(spark, target).count())
 
     def single() -> int:
-        client = target.connect()
+        store = target.open()
         try:
-            buckets = expand_buckets(lambda p: sorted(client.get_children(p)), target.root, 1)
+            buckets = expand_buckets(store.children, target.root, 1)
         finally:
-            client.stop()
-            client.close()
+            store.close()
         return sum(1 for _ in scan_buckets(target, buckets))
 
     single_count, single_s = timed(single)

@@ -30,12 +30,9 @@ from ledger_janitor.cli_options import (
     sidecar_for,
 )
 from ledger_janitor.console import plain_console
+from ledger_janitor.typer_app import command_group
 
-archive_app = typer.Typer(
-    rich_markup_mode=None,  # help texts show [brackets] literally
-    help="The archive of deletions phase two gave up on: list it, drain it.",
-    no_args_is_help=True,
-)
+archive_app = command_group("The archive of deletions phase two gave up on: list it, drain it.")
 NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", help="tenant/namespace.")]
 Wait = Annotated[
     float,

@@ -4,27 +4,14 @@
 
 from __future__ import annotations
 
-import sys
-
-import typer
-
-from core.errors import JanitorError
 from ledger_janitor.audit_cli import audit_command
-from ledger_janitor.console import print_error
+from ledger_janitor.typer_app import ReportingCommand, command_group
 
 
 def main() -> None:
-    app = typer.Typer(
-        rich_markup_mode=None,  # help texts show [brackets] literally
-        add_completion=False,
-        pretty_exceptions_enable=False,
-    )
-    app.command("audit")(audit_command)
-    try:
-        app(prog_name="ledger-janitor-audit")
-    except JanitorError as exc:
-        print_error(exc)
-        sys.exit(2)
+    app = command_group()
+    app.command("audit", cls=ReportingCommand)(audit_command)
+    app(prog_name="ledger-janitor-audit")
 
 
 if __name__ == "__main__":

@@ -29,22 +29,12 @@ from ledger_janitor.cli_options import (
     setup_logging,
     sidecar_for,
 )
-from ledger_janitor.console import ReportingGroup, plain_console
+from ledger_janitor.console import plain_console
 from ledger_janitor.cursor_cli import cursor_app
+from ledger_janitor.typer_app import command_group
 
-app = typer.Typer(
-    cls=ReportingGroup,
-    rich_markup_mode=None,  # help texts show [brackets] literally
-    help="Delete Apache Pulsar ledgers safely, in two phases (PIP-186).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-config_app = typer.Typer(
-    rich_markup_mode=None,  # help texts show [brackets] literally
-    help="Inspect the resolved configuration.",
-    no_args_is_help=True,
-)
+app = command_group("Delete Apache Pulsar ledgers safely, in two phases (PIP-186).")
+config_app = command_group("Inspect the resolved configuration.")
 app.add_typer(config_app, name="config")
 
 

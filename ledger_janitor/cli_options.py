@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -83,18 +83,24 @@ def sidecar_for(
         sidecar.close()
 
 
+def parse_settings(items: Iterable[str]) -> dict[str, str]:
+    """`--set KEY=VALUE` options as overrides; a later KEY wins, as on any command line."""
+    overrides: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--set")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
 def load(
     config_file: Path | None,
     settings: list[str] | None,
     metadata_store: str | None = None,
     broker_url: str | None = None,
 ) -> LoadedConfiguration:
-    overrides: dict[str, str] = {}
-    for item in settings or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--set")
-        overrides[key.strip()] = value.strip()
+    overrides = parse_settings(settings or [])
     if metadata_store is not None:
         overrides["metadataStoreUrl"] = metadata_store
     if broker_url is not None:

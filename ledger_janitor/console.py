@@ -7,14 +7,8 @@ a closing tag it never opened. Styling goes through `Text` instead.
 
 from __future__ import annotations
 
-from typing import Any
-
-import typer
 from rich.console import Console
 from rich.text import Text
-from typer.core import TyperGroup
-
-from core.errors import JanitorError
 
 
 def plain_console(stderr: bool = False) -> Console:
@@ -28,17 +22,3 @@ def print_error(message: object, console: Console | None = None) -> None:
     """`error: <message>`, the message exactly as given."""
     # Unwrapped: an error line is copied and searched for as a whole.
     (console or err).print(Text.assemble(("error:", "red"), " ", str(message)), soft_wrap=True)
-
-
-class ReportingGroup(TyperGroup):
-    """A command group that prints our errors as one `error:` line and exits 2.
-
-    Handled inside the group, so the CLI test runner sees exactly what a shell sees.
-    """
-
-    def invoke(self, ctx: Any) -> Any:  # click's Context: typer vendors its own click
-        try:
-            return super().invoke(ctx)
-        except JanitorError as exc:
-            print_error(exc)
-            raise typer.Exit(2) from None

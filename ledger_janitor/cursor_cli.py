@@ -6,18 +6,15 @@ Mounted by the main CLI with `app.add_typer(cursor_app, name="cursor")`.
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from config import CONFIG_FILE_ENV, ServiceConfiguration, load_configuration
-from core.errors import ConfigurationError, JanitorError
+from config import CONFIG_FILE_ENV
+from core.errors import ConfigurationError
 from cursor.durable.inspection import inspect_cursor
 from cursor.durable.json_form import (
     cursor_info_from_json,
@@ -31,13 +28,10 @@ from cursor.wire.content import RangeEncoding
 from cursor.wire.cursor_info_codec import decode_cursor_info, encode_cursor_info
 from cursor.wire.position_info_codec import decode_position_info, encode_position_info
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
-from ledger_janitor.console import print_error
+from ledger_janitor.cli_options import load
+from ledger_janitor.typer_app import command_group
 
-cursor_app = typer.Typer(
-    rich_markup_mode=None,  # help texts show [brackets] literally
-    help="Cursor acknowledgment state: decode, encode, inspect.",
-    no_args_is_help=True,
-)
+cursor_app = command_group("Cursor acknowledgment state: decode, encode, inspect.")
 
 
 class Kind(str, Enum):
@@ -57,15 +51,6 @@ KindOpt = Annotated[Kind, typer.Option("--kind", help="Which message the bytes h
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 
-@contextmanager
-def _reported() -> Iterator[None]:
-    try:
-        yield
-    except JanitorError as exc:
-        print_error(exc)
-        raise typer.Exit(2) from None
-
-
 @cursor_app.command()
 def decode(
     files: Annotated[
@@ -80,20 +65,19 @@ def decode(
     as_json: AsJson = False,
 ) -> None:
     """Bytes to JSON: mark-delete position, ranges, batch indexes, properties."""
-    with _reported():
-        entries = [path.read_bytes() for path in files]
-        payload = chunking.join(entries)
-        plain, compression = decompress(payload, str(files[-1]))
-        if kind is Kind.POSITION_INFO:
-            doc = position_info_json(decode_position_info(plain, str(files[-1])))
-        else:
-            doc = cursor_info_json(decode_cursor_info(plain, str(files[-1])))
-        doc["compression"] = CompressionType.Name(compression)
-        doc["entries"], doc["bytes"] = len(entries), len(payload)
-        if as_json:
-            typer.echo(json.dumps(doc))
-        else:
-            _summary(doc)
+    entries = [path.read_bytes() for path in files]
+    payload = chunking.join(entries)
+    plain, compression = decompress(payload, str(files[-1]))
+    if kind is Kind.POSITION_INFO:
+        doc = position_info_json(decode_position_info(plain, str(files[-1])))
+    else:
+        doc = cursor_info_json(decode_cursor_info(plain, str(files[-1])))
+    doc["compression"] = CompressionType.Name(compression)
+    doc["entries"], doc["bytes"] = len(entries), len(payload)
+    if as_json:
+        typer.echo(json.dumps(doc))
+    else:
+        _summary(doc)
 
 
 @cursor_app.command()
@@ -117,27 +101,24 @@ def encode(
     ] = None,
 ) -> None:
     """JSON to the bytes Pulsar stores (a cursor-ledger entry, or the cursor's znode)."""
-    with _reported():
-        text = sys.stdin.read() if str(source) == "-" else source.read_text()
-        doc = json.loads(text)
-        if kind is Kind.CURSOR_INFO:
-            if ranges is RangeEncoding.LONG_LIST_MAP:
-                raise ConfigurationError("ManagedCursorInfo has no LongListMap field")
-            plain = encode_cursor_info(cursor_info_from_json(doc))
-        else:
-            plain = encode_position_info(position_info_from_json(doc, ranges))
-        payload = _compressed(plain, compression)
-        if max_entry_size is None:
-            output.write_bytes(payload)
-            typer.echo(f"wrote {len(payload)} bytes to {output}")
-            return
-        parts = chunking.split(payload, max_entry_size)
-        names = [output] if len(parts) == 1 else _chunk_names(output, len(parts) - 1)
-        for name, part in zip(names, parts, strict=True):
-            name.write_bytes(part)
-        typer.echo(
-            f"wrote {len(payload)} bytes as {len(parts)} entries: {' '.join(map(str, names))}"
-        )
+    text = sys.stdin.read() if str(source) == "-" else source.read_text()
+    doc = json.loads(text)
+    if kind is Kind.CURSOR_INFO:
+        if ranges is RangeEncoding.LONG_LIST_MAP:
+            raise ConfigurationError("ManagedCursorInfo has no LongListMap field")
+        plain = encode_cursor_info(cursor_info_from_json(doc))
+    else:
+        plain = encode_position_info(position_info_from_json(doc, ranges))
+    payload = _compressed(plain, compression)
+    if max_entry_size is None:
+        output.write_bytes(payload)
+        typer.echo(f"wrote {len(payload)} bytes to {output}")
+        return
+    parts = chunking.split(payload, max_entry_size)
+    names = [output] if len(parts) == 1 else _chunk_names(output, len(parts) - 1)
+    for name, part in zip(names, parts, strict=True):
+        name.write_bytes(part)
+    typer.echo(f"wrote {len(payload)} bytes as {len(parts)} entries: {' '.join(map(str, names))}")
 
 
 @cursor_app.command()
@@ -161,28 +142,12 @@ def inspect(
     as_json: AsJson = False,
 ) -> None:
     """A live cursor: its znode, the state in its ledger, and whether it reached the cap."""
-    with _reported():
-        config = _configuration(config_file, settings, metadata_store)
-        ledgers_url = ledger_store or config.bookkeeper_metadata_service_uri or None
-        doc = inspect_cursor(config, topic, cursor, ledgers_url)
-        if as_json:
-            typer.echo(json.dumps(doc))
-        else:
-            _summary(doc)
-
-
-def _configuration(
-    config_file: Path | None, settings: list[str] | None, metadata_store: str | None
-) -> ServiceConfiguration:
-    overrides: dict[str, str] = {}
-    for item in settings or []:
-        key, equals, value = item.partition("=")
-        if not equals:
-            raise ConfigurationError(f"--set needs KEY=VALUE, got {item!r}")
-        overrides[key] = value
-    if metadata_store is not None:
-        overrides["metadataStoreUrl"] = metadata_store
-    return load_configuration(config_file, os.environ, overrides).config
+    config = load(config_file, settings, metadata_store).config
+    doc = inspect_cursor(config, topic, cursor, ledger_store)
+    if as_json:
+        typer.echo(json.dumps(doc))
+    else:
+        _summary(doc)
 
 
 def _compressed(plain: bytes, compression: Compression) -> bytes:

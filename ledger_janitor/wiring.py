@@ -1,4 +1,5 @@
-"""Builds the sidecar's parts from one ServiceConfiguration: adapters chosen by URL."""
+"""Builds the sidecar's parts from one ServiceConfiguration: the adapters and phase one as
+`deletion.adapters.opening` and `producers.opening` open them, phase two around them."""
 
 from __future__ import annotations
 
@@ -9,81 +10,32 @@ from pathlib import Path
 
 import pulsar
 
-from config import ServiceConfiguration, StoreUrl, parse_store_url
+from config import ServiceConfiguration
 from consumers.archive import ArchiveDrain
 from consumers.handler import DeletionHandler, HandlingResult
 from consumers.metrics import WorkerMetrics
 from consumers.reconsume import Reconsumer, RetryPolicy
 from consumers.worker import DeletionWorker, WorkerSettings
 from core.clock import WallClock, wall_clock
-from core.errors import ConfigurationError, JanitorError
+from core.errors import JanitorError
 from deletion.adapters.admin_api import AdminApiInUseLedgers
-from deletion.adapters.ledgers.bookie_http import BookieHttpLedgerStorage
-from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
-from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
-from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
-from deletion.adapters.stores.sqlite import SqliteMetadataStore
+from deletion.adapters.opening import (
+    StoreSpec,
+    open_in_use_source,
+    open_ledger_storage,
+    open_metadata_store,
+    open_offload_storage,
+)
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.decision import SafetyMargins
 from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.namespaces import NamespaceRegistry, discover_deletion_namespaces
-from deletion.domain.offload_port import OffloadStorage
-from deletion.domain.ports import InUseLedgers, LedgerStorage, MetadataStore
+from deletion.domain.ports import LedgerStorage, MetadataStore
 from deletion.domain.topics import NamespaceName
 from producers import PhaseOne, ProducerPool
 from producers.admin_rest import AdminRest
 from producers.namespace_policies import policy_risks
-from producers.topic_setup import AdminTopicSetup, ClientTopicSetup, PreparedNamespaces
-from transport import client as broker
-from transport.auth import token_from
-
-
-def open_metadata_store(url: StoreUrl, timeout: float) -> MetadataStore:
-    if url.scheme == "zk":
-        return ZooKeeperMetadataStore.connect(url, timeout)
-    Path(url.path).parent.mkdir(parents=True, exist_ok=True)
-    return SqliteMetadataStore(url.path)
-
-
-def open_ledger_storage(url: StoreUrl, timeout: float, bookie_http: str = "") -> LedgerStorage:
-    if url.scheme == "zk":
-        bookkeeper = BookKeeperLedgerStorage(ZooKeeperMetadataStore.connect(url, timeout))
-        if bookie_http:
-            return BookieHttpLedgerStorage(bookkeeper, bookie_http, timeout)
-        return bookkeeper
-    if bookie_http:
-        raise ConfigurationError("bookieHttpServiceUrl needs a zk: ledger metadata store")
-    Path(url.path).parent.mkdir(parents=True, exist_ok=True)
-    return SqliteLedgerStorage(url.path)
-
-
-def open_offload_storage(config: ServiceConfiguration) -> OffloadStorage | None:
-    """An OffloadRouter for the configured tiered storage, or None when none is configured."""
-    from deletion.adapters.offload import (
-        S3_DRIVERS,
-        FileSystemOffloadStorage,
-        OffloadRouter,
-        S3OffloadStorage,
-    )
-
-    driver = config.managed_ledger_offload_driver
-    endpoint = config.s3_managed_ledger_offload_service_endpoint
-    bucket = config.s3_managed_ledger_offload_bucket
-    s3 = None
-    if bucket or endpoint or driver.lower() in S3_DRIVERS:
-        s3 = S3OffloadStorage(
-            default_bucket=bucket or None,
-            endpoint_url=endpoint or None,
-            region=config.s3_managed_ledger_offload_region or None,
-        )
-    filesystem = None
-    if config.file_system_offload_storage_base_path:
-        filesystem = FileSystemOffloadStorage.from_config(
-            config.file_system_uri, config.file_system_offload_storage_base_path
-        )
-    if s3 is None and filesystem is None:
-        return None
-    return OffloadRouter(s3=s3, filesystem=filesystem, default_driver=driver or None)
+from producers.opening import open_phase_one
 
 
 def safety_margins(config: ServiceConfiguration) -> SafetyMargins:
@@ -91,24 +43,6 @@ def safety_margins(config: ServiceConfiguration) -> SafetyMargins:
         send_delay=config.send_delay_seconds_of_two_phase_deletion,
         clock_skew=config.clock_skew_allowance_seconds_of_two_phase_deletion,
         min_ledger_age=config.min_ledger_age_seconds_of_two_phase_deletion,
-    )
-
-
-def open_in_use_source(
-    config: ServiceConfiguration, metadata: MetadataStore, clock: WallClock
-) -> InUseLedgers:
-    if config.in_use_ledgers_source == "METADATA":
-        return MetadataInUseLedgers(metadata, clock)
-    if not config.web_service_url:
-        raise ConfigurationError("inUseLedgersSource=ADMIN needs webServiceUrl")
-    return AdminApiInUseLedgers(
-        config.web_service_url,
-        token_from(config.auth_plugin, config.auth_params),
-        timeout_seconds=config.operation_timeout_seconds,
-        tls_trust_certs_file=config.tls_trust_certs_file_path or None,
-        tls_allow_insecure=config.tls_allow_insecure_connection,
-        clock=clock,
-        schemas=metadata,
     )
 
 
@@ -211,49 +145,24 @@ class Sidecar:
         self.closer.close()
 
 
-def open_admin(config: ServiceConfiguration) -> AdminRest | None:
-    if not config.web_service_url:
-        return None
-    return AdminRest(
-        config.web_service_url,
-        token_from(config.auth_plugin, config.auth_params),
-        timeout_seconds=config.operation_timeout_seconds,
-        tls_trust_certs_file=config.tls_trust_certs_file_path or None,
-        tls_allow_insecure=config.tls_allow_insecure_connection,
-    )
-
-
 def open_sidecar(config: ServiceConfiguration, client_log: Path | None = None) -> Sidecar:
     with ExitStack() as stack:
-        timeout = float(config.operation_timeout_seconds)
-        metadata = open_metadata_store(parse_store_url(config.metadata_store_url), timeout)
+        metadata = open_metadata_store(StoreSpec.metadata(config))
         stack.callback(metadata.close)
-        ledger_url = config.bookkeeper_metadata_service_uri or config.metadata_store_url
         ledgers = open_ledger_storage(
-            parse_store_url(ledger_url), timeout, config.bookie_http_service_url
+            StoreSpec.ledgers(config), bookie_http=config.bookie_http_service_url
         )
         stack.callback(ledgers.close)
-        client = broker.connect(config, client_log)
-        stack.callback(client.close)
-        admin = open_admin(config)
-        if admin is not None:
-            stack.callback(admin.close)
-        setup = (
-            AdminTopicSetup(admin, config.ledger_deletion_parallelism_of_two_phase_deletion)
-            if admin is not None
-            else ClientTopicSetup(client)
-        )
-        pool = ProducerPool(
-            client,
-            send_timeout_ms=config.operation_timeout_seconds * 1000,
-            prepare=PreparedNamespaces(setup).ensure_topic,
-        )
-        stack.callback(pool.close)
-        registry = NamespaceRegistry(metadata)
-        phase_one = PhaseOne(
-            pool, registry, config.send_delay_seconds_of_two_phase_deletion, timeout
-        )
+        parts = stack.enter_context(open_phase_one(config, metadata, client_log))
         return Sidecar(
-            config, metadata, ledgers, client, pool, registry, phase_one, stack.pop_all(), admin
+            config,
+            metadata,
+            ledgers,
+            parts.client,
+            parts.pool,
+            parts.registry,
+            parts.phase_one,
+            stack.pop_all(),
+            parts.admin,
         )
     raise AssertionError("unreachable")

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from config import ServiceConfiguration, parse_store_url
+from config import ServiceConfiguration
 from cursor.durable.json_form import cursor_info_json
 from cursor.durable.metadata import CursorMetadata
 from cursor.errors import CursorNotFoundError
-from cursor.persistence.ledger_port import last_entry_id
+from cursor.persistence.ledger_port import CursorLedgers, last_entry_id
 from cursor.persistence.recovery import recover
 from cursor.persistence.settings import CursorSettings
-from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
-from deletion.adapters.stores.sqlite import SqliteMetadataStore
-from deletion.domain.ports import MetadataStore
+from deletion.adapters.opening import StoreSpec, open_embedded_ledgers, open_metadata_store
 from deletion.domain.topics import TopicName
 
 
@@ -22,7 +20,7 @@ def inspect_cursor(
 ) -> dict[str, Any]:
     topic = TopicName.parse(topic_name)
     settings = CursorSettings.from_config(config)
-    store = _open_metadata(config)
+    store = open_metadata_store(StoreSpec.metadata(config), create=False)
     try:
         found = CursorMetadata(store, topic, cursor, settings.compression).read()
     finally:
@@ -32,13 +30,14 @@ def inspect_cursor(
     info, version = found
     report: dict[str, Any] = {"cursor": cursor, "topic": str(topic), "version": version}
     report["znode"] = cursor_info_json(info)
-    url = parse_store_url(ledgers_url or config.metadata_store_url)
+    ledger_store = StoreSpec.ledgers(config, ledgers_url)
     if info.cursors_ledger_id < 0:
         report["ledger"] = None
-    elif url.scheme != "sqlite":
+        return report
+    ledgers = open_embedded_ledgers(ledger_store)
+    if ledgers is None:
         report["ledger"] = {"ledgerId": info.cursors_ledger_id, "readable": False}
     else:
-        ledgers = SqliteLedgerStorage(url.path)
         try:
             report.update(_ledger_report(ledgers, info.cursors_ledger_id, settings))
         finally:
@@ -47,7 +46,7 @@ def inspect_cursor(
 
 
 def _ledger_report(
-    ledgers: SqliteLedgerStorage, ledger_id: int, settings: CursorSettings
+    ledgers: CursorLedgers, ledger_id: int, settings: CursorSettings
 ) -> dict[str, Any]:
     # Everything in memory: an inspection wants the full picture, not the LRU's slice of it.
     plain = CursorSettings(
@@ -80,12 +79,3 @@ def _ledger_report(
             "pauseOnAckStatePersistentEnabled": settings.pause_on_ack_state_persistent,
         },
     }
-
-
-def _open_metadata(config: ServiceConfiguration) -> MetadataStore:
-    url = parse_store_url(config.metadata_store_url)
-    if url.scheme == "sqlite":
-        return SqliteMetadataStore(url.path)
-    from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
-
-    return ZooKeeperMetadataStore.connect(url, float(config.operation_timeout_seconds))

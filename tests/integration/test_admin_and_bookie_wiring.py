@@ -15,13 +15,13 @@ from core.clock import EpochSeconds
 from core.errors import ConfigurationError, TransientLedgerStorageError
 from deletion.adapters.ledgers.bookie_http import BookieHttpLedgerStorage
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
+from deletion.adapters.opening import open_in_use_source
 from deletion.domain.topics import NamespaceName, TopicName, java_url_encode
 from deletion.wire.bookkeeper_metadata import ledger_path
 from harness.http import serving
 from harness.janitor import Backend, JanitorFactory, Recorder
 from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.seeding import TopicSeeder, pending
-from ledger_janitor.wiring import open_in_use_source
 from transport.auth import token_from
 
 PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"

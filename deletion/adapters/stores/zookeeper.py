@@ -62,15 +62,52 @@ def _translated(path: str) -> Iterator[None]:
 DIGEST_ENV = "LEDGER_JANITOR_ZOOKEEPER_DIGEST"
 
 
-def _client_options() -> dict[str, Any]:
-    """Digest credentials, if configured; the nodes we create are then ours alone, as
-    BookKeeper and Pulsar create theirs when ZooKeeper security is on (CREATOR_ALL_ACL)."""
-    credentials = os.environ.get(DIGEST_ENV, "")
-    if not credentials:
+def digest_from_env() -> str:
+    """The digest credentials of this process, checked only when a client uses them."""
+    return os.environ.get(DIGEST_ENV, "")
+
+
+def _client_options(digest: str) -> dict[str, Any]:
+    """Digest credentials, if any; the nodes we create are then ours alone, as BookKeeper
+    and Pulsar create theirs when ZooKeeper security is on (CREATOR_ALL_ACL)."""
+    if not digest:
         return {}
-    if ":" not in credentials:
+    if ":" not in digest:
         raise ConfigurationError(f"{DIGEST_ENV} must be user:password")
-    return {"auth_data": [("digest", credentials)], "default_acl": CREATOR_ALL_ACL}
+    return {"auth_data": [("digest", digest)], "default_acl": CREATOR_ALL_ACL}
+
+
+def _started(hosts: str, timeout: float, options: dict[str, Any]) -> KazooClient:
+    client = KazooClient(hosts=hosts, timeout=timeout, **options)
+    try:
+        client.start(timeout=timeout)
+    except (KazooException, KazooTimeoutError) as exc:
+        client.close()
+        failure = TransientMetadataError if isinstance(exc, _TRANSIENT) else MetadataError
+        raise failure(f"cannot reach ZooKeeper at {hosts}: {exc!r}") from exc
+    return client
+
+
+def connect_client(
+    hosts: str,
+    chroot: str = "",
+    timeout: float = 15.0,
+    digest: str | None = None,
+    create_chroot: bool = True,
+) -> KazooClient:
+    """A started kazoo client under `chroot`, authenticated with the digest credentials
+    (`digest`, else this process's). Only with `create_chroot` is a missing chroot made."""
+    options = _client_options(digest_from_env() if digest is None else digest)
+    if chroot and create_chroot:
+        # kazoo resolves every path under the chroot, which must exist first.
+        bare = _started(hosts, timeout, options)
+        try:
+            with _translated(chroot):
+                bare.ensure_path(chroot)
+        finally:
+            bare.stop()
+            bare.close()
+    return _started(hosts + chroot, timeout, options)
 
 
 def _stat(zstat: Any) -> Stat:
@@ -128,20 +165,14 @@ class ZooKeeperMetadataStore(MetadataStore):
         self._reply_timeout = reply_timeout
 
     @classmethod
-    def connect(cls, url: StoreUrl, timeout: float = 15.0) -> ZooKeeperMetadataStore:
-        options = _client_options()
-        with _translated("/"):
-            if url.chroot:
-                # kazoo resolves every path under the chroot, which must exist first.
-                bare = KazooClient(hosts=url.hosts, timeout=timeout, **options)
-                bare.start(timeout=timeout)
-                try:
-                    bare.ensure_path(url.chroot)
-                finally:
-                    bare.stop()
-                    bare.close()
-            client = KazooClient(hosts=url.hosts + url.chroot, timeout=timeout, **options)
-            client.start(timeout=timeout)
+    def connect(
+        cls,
+        url: StoreUrl,
+        timeout: float = 15.0,
+        digest: str | None = None,
+        create_chroot: bool = True,
+    ) -> ZooKeeperMetadataStore:
+        client = connect_client(url.hosts, url.chroot, timeout, digest, create_chroot)
         return cls(client, owns_client=True, reply_timeout=2 * timeout)
 
     @property

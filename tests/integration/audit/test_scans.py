@@ -13,9 +13,10 @@ from audit.errors import AuditError
 from audit.ledger_scan import ZooKeeperTarget, expand_buckets, zookeeper_inventory
 from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
-from audit.reference_scan import StoreSpec, metadata_references
+from audit.reference_scan import metadata_references
 from config import parse_store_url
 from core.errors import MetadataError
+from deletion.adapters.opening import StoreSpec
 from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.message import LedgerComponent
@@ -28,6 +29,10 @@ from ledger_janitor.seeding import TopicSeeder
 from tests.integration.audit.planting import BOOKKEEPER_OWN, ZkLedgers, write_offloaded
 
 ACME, BETA = NamespaceName("acme", "orders"), NamespaceName("beta", "billing")
+
+
+def at(hosts: str, timeout: float = 30.0) -> StoreSpec:
+    return StoreSpec(parse_store_url(f"zk:{hosts}"), timeout)
 
 
 @pytest.fixture
@@ -71,7 +76,7 @@ def test_inventory_scan_reads_every_ledger_of_both_layouts(
     store.create("/ledgers/00/0000/L0099", b"not ledger metadata")
     before = int(time.time() * 1000)
 
-    target = ZooKeeperTarget(f"{zookeeper.hosts}{chroot}")
+    target = ZooKeeperTarget(at(f"{zookeeper.hosts}{chroot}"))
     rows = {r["ledger_id"]: r for r in zookeeper_inventory(spark, target).collect()}
 
     assert set(rows) == {*short, big, *long_ids, stamped, 99}
@@ -87,12 +92,12 @@ def test_inventory_scan_refuses_a_store_without_a_ledger_tree(
     spark: SparkSession, store: ZooKeeperMetadataStore, zookeeper: ZooKeeperServer, chroot: str
 ) -> None:
     with pytest.raises(AuditError, match="no /ledgers"):
-        zookeeper_inventory(spark, ZooKeeperTarget(f"{zookeeper.hosts}{chroot}"))
+        zookeeper_inventory(spark, ZooKeeperTarget(at(f"{zookeeper.hosts}{chroot}")))
 
 
 def test_an_unreachable_zookeeper_aborts(spark: SparkSession) -> None:
     with pytest.raises(MetadataError, match="cannot reach ZooKeeper"):
-        zookeeper_inventory(spark, ZooKeeperTarget(f"127.0.0.1:{free_port()}", timeout=1))
+        zookeeper_inventory(spark, ZooKeeperTarget(at(f"127.0.0.1:{free_port()}", timeout=1)))
 
 
 def test_reference_scan_sees_what_the_worker_sees(
@@ -119,8 +124,7 @@ def test_reference_scan_sees_what_the_worker_sees(
     )
     write_offloaded(store, TopicName(BETA, "archive"), {500: True, 501: False})
 
-    url = parse_store_url(f"zk:{zookeeper.hosts}{chroot}")
-    rows = metadata_references(spark, StoreSpec(url)).collect()
+    rows = metadata_references(spark, at(f"{zookeeper.hosts}{chroot}")).collect()
 
     by_topic: dict[str, set[int]] = {}
     for row in rows:
@@ -143,8 +147,8 @@ def _options(zookeeper: ZooKeeperServer, chroot: str, references_chroot: str) ->
     return AuditOptions(
         now_ms=int(time.time() * 1000),
         min_age_ms=0,
-        metadata=parse_store_url(f"zk:{zookeeper.hosts}{references_chroot}"),
-        ledgers=parse_store_url(f"zk:{zookeeper.hosts}{chroot}"),
+        metadata=at(f"{zookeeper.hosts}{references_chroot}"),
+        ledgers=at(f"{zookeeper.hosts}{chroot}"),
     )
 
 

@@ -1,0 +1,147 @@
+"""Adapters opened from configuration: the one place a store URL's scheme picks a class.
+
+Everyone opens through here: the sidecar (creating what is missing: the chroot, the SQLite
+file's directory), and the read-only tools, `cursor inspect` and the audit, which create
+nothing. A `StoreSpec` is the picklable description of a store, so a Spark executor opens
+exactly what the driver described, credentials included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from config import ServiceConfiguration, StoreUrl, parse_store_url
+from core.clock import WallClock
+from core.errors import ConfigurationError
+from deletion.adapters.admin_api import AdminApiInUseLedgers
+from deletion.adapters.ledgers.bookie_http import BookieHttpLedgerStorage
+from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
+from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
+from deletion.adapters.stores.sqlite import SqliteMetadataStore
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore, digest_from_env
+from deletion.domain.offload_port import OffloadStorage
+from deletion.domain.ports import InUseLedgers, LedgerStorage, MetadataStore
+from transport.auth import token_from
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """A store and how to reach it; `digest` (ZooKeeper's user:password) is taken from this
+    process's environment when the spec is made, and never shown."""
+
+    url: StoreUrl
+    timeout: float = 30.0
+    digest: str = field(default_factory=digest_from_env, repr=False)
+
+    @classmethod
+    def metadata(cls, config: ServiceConfiguration) -> StoreSpec:
+        """Pulsar's metadata: metadataStoreUrl."""
+        return cls(parse_store_url(config.metadata_store_url), _timeout(config))
+
+    @classmethod
+    def ledgers(cls, config: ServiceConfiguration, url: str | None = None) -> StoreSpec:
+        """The ledgers: `url` if given, else bookkeeperMetadataServiceUri, else the metadata
+        store (where BookKeeper keeps them unless told otherwise)."""
+        chosen = url or config.bookkeeper_metadata_service_uri or config.metadata_store_url
+        return cls(parse_store_url(chosen), _timeout(config))
+
+
+def _timeout(config: ServiceConfiguration) -> float:
+    return float(config.operation_timeout_seconds)
+
+
+def _existing_file(spec: StoreSpec, what: str, create: bool) -> str:
+    path = Path(spec.url.path)
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.is_file():
+        raise ConfigurationError(f"no embedded {what} store at {spec.url.path}")
+    return spec.url.path
+
+
+def _zookeeper(spec: StoreSpec, create: bool) -> ZooKeeperMetadataStore:
+    return ZooKeeperMetadataStore.connect(
+        spec.url, spec.timeout, digest=spec.digest, create_chroot=create
+    )
+
+
+def open_metadata_store(spec: StoreSpec, *, create: bool = True) -> MetadataStore:
+    """ZooKeeper for `zk:`, the embedded store for `sqlite:`; without `create`, a missing
+    chroot or database file is not made (a missing file is an error)."""
+    if spec.url.scheme == "zk":
+        return _zookeeper(spec, create)
+    return SqliteMetadataStore(_existing_file(spec, "metadata", create))
+
+
+def open_ledger_storage(
+    spec: StoreSpec, *, bookie_http: str = "", create: bool = True
+) -> LedgerStorage:
+    """BookKeeper's ledger metadata for `zk:` (deleting through a bookie's HTTP API if
+    `bookie_http` is given), the embedded ledger store for `sqlite:`."""
+    if spec.url.scheme == "zk":
+        bookkeeper = BookKeeperLedgerStorage(_zookeeper(spec, create))
+        if bookie_http:
+            return BookieHttpLedgerStorage(bookkeeper, bookie_http, spec.timeout)
+        return bookkeeper
+    if bookie_http:
+        raise ConfigurationError("bookieHttpServiceUrl needs a zk: ledger metadata store")
+    return SqliteLedgerStorage(_existing_file(spec, "ledger", create))
+
+
+def open_embedded_ledgers(spec: StoreSpec) -> SqliteLedgerStorage | None:
+    """The embedded ledger store, opened read-only (entries and all); None for BookKeeper's,
+    whose entries live on the bookies and whose metadata is a znode tree in ZooKeeper."""
+    if spec.url.scheme == "zk":
+        return None
+    return SqliteLedgerStorage(_existing_file(spec, "ledger", create=False))
+
+
+def open_in_use_source(
+    config: ServiceConfiguration, metadata: MetadataStore, clock: WallClock
+) -> InUseLedgers:
+    """inUseLedgersSource: the metadata store itself, or the brokers' admin API."""
+    if config.in_use_ledgers_source == "METADATA":
+        return MetadataInUseLedgers(metadata, clock)
+    if not config.web_service_url:
+        raise ConfigurationError("inUseLedgersSource=ADMIN needs webServiceUrl")
+    return AdminApiInUseLedgers(
+        config.web_service_url,
+        token_from(config.auth_plugin, config.auth_params),
+        timeout_seconds=config.operation_timeout_seconds,
+        tls_trust_certs_file=config.tls_trust_certs_file_path or None,
+        tls_allow_insecure=config.tls_allow_insecure_connection,
+        clock=clock,
+        schemas=metadata,
+    )
+
+
+def open_offload_storage(config: ServiceConfiguration) -> OffloadStorage | None:
+    """An OffloadRouter for the configured tiered storage, or None when none is configured."""
+    # Imported here: boto3 alone takes a tenth of a second, wasted where nothing is offloaded.
+    from deletion.adapters.offload import (
+        S3_DRIVERS,
+        FileSystemOffloadStorage,
+        OffloadRouter,
+        S3OffloadStorage,
+    )
+
+    driver = config.managed_ledger_offload_driver
+    endpoint = config.s3_managed_ledger_offload_service_endpoint
+    bucket = config.s3_managed_ledger_offload_bucket
+    s3 = None
+    if bucket or endpoint or driver.lower() in S3_DRIVERS:
+        s3 = S3OffloadStorage(
+            default_bucket=bucket or None,
+            endpoint_url=endpoint or None,
+            region=config.s3_managed_ledger_offload_region or None,
+        )
+    filesystem = None
+    if config.file_system_offload_storage_base_path:
+        filesystem = FileSystemOffloadStorage.from_config(
+            config.file_system_uri, config.file_system_offload_storage_base_path
+        )
+    if s3 is None and filesystem is None:
+        return None
+    return OffloadRouter(s3=s3, filesystem=filesystem, default_driver=driver or None)

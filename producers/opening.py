@@ -1,0 +1,87 @@
+"""Phase one opened from configuration: a client, the topics' set-up, producers, the registry.
+
+Used by the sidecar and by anything else that only enqueues (the audit's --enqueue), so
+neither has to open what the other needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulsar
+
+from config import ServiceConfiguration
+from deletion.adapters.opening import StoreSpec, open_metadata_store
+from deletion.domain.namespaces import NamespaceRegistry
+from deletion.domain.ports import MetadataStore
+from producers.admin_rest import AdminRest
+from producers.phase_one import PhaseOne
+from producers.topic_setup import AdminTopicSetup, ClientTopicSetup, PreparedNamespaces
+from transport import client as broker
+from transport.auth import token_from
+from transport.producer_pool import ProducerPool
+
+
+@dataclass(frozen=True)
+class PhaseOneParts:
+    """Phase one, and the connections it sends through (open while the context lasts)."""
+
+    phase_one: PhaseOne
+    client: pulsar.Client
+    pool: ProducerPool
+    registry: NamespaceRegistry
+    admin: AdminRest | None
+
+
+def open_admin(config: ServiceConfiguration) -> AdminRest | None:
+    """The broker's admin REST API, if webServiceUrl names one."""
+    if not config.web_service_url:
+        return None
+    return AdminRest(
+        config.web_service_url,
+        token_from(config.auth_plugin, config.auth_params),
+        timeout_seconds=config.operation_timeout_seconds,
+        tls_trust_certs_file=config.tls_trust_certs_file_path or None,
+        tls_allow_insecure=config.tls_allow_insecure_connection,
+    )
+
+
+@contextmanager
+def open_phase_one(
+    config: ServiceConfiguration,
+    metadata: MetadataStore | None = None,
+    client_log: Path | None = None,
+) -> Iterator[PhaseOneParts]:
+    """Phase one on `metadata` (opened from the configuration, and closed, if not given);
+    everything opened here is closed in reverse order on leaving."""
+    with ExitStack() as stack:
+        if metadata is None:
+            metadata = open_metadata_store(StoreSpec.metadata(config))
+            stack.callback(metadata.close)
+        client = broker.connect(config, client_log)
+        stack.callback(client.close)
+        admin = open_admin(config)
+        if admin is not None:
+            stack.callback(admin.close)
+        setup = (
+            AdminTopicSetup(admin, config.ledger_deletion_parallelism_of_two_phase_deletion)
+            if admin is not None
+            else ClientTopicSetup(client)
+        )
+        pool = ProducerPool(
+            client,
+            send_timeout_ms=config.operation_timeout_seconds * 1000,
+            prepare=PreparedNamespaces(setup).ensure_topic,
+        )
+        stack.callback(pool.close)
+        registry = NamespaceRegistry(metadata)
+        phase_one = PhaseOne(
+            pool,
+            registry,
+            config.send_delay_seconds_of_two_phase_deletion,
+            float(config.operation_timeout_seconds),
+        )
+        yield PhaseOneParts(phase_one, client, pool, registry, admin)
