@@ -24,6 +24,7 @@ from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
 from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+from deletion.domain import message
 from deletion.domain.decision import SafetyMargins
 from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.namespaces import NamespaceRegistry, discover_deletion_namespaces
@@ -36,6 +37,7 @@ from producers.namespace_policies import policy_risks
 from producers.topic_setup import AdminTopicSetup, ClientTopicSetup, PreparedNamespaces
 from transport import client as broker
 from transport.auth import token_from
+from transport.schema import declare
 
 
 def open_metadata_store(url: StoreUrl, timeout: float) -> MetadataStore:
@@ -235,6 +237,8 @@ def open_sidecar(config: ServiceConfiguration, client_log: Path | None = None) -
         stack.callback(ledgers.close)
         client = broker.connect(config, client_log)
         stack.callback(client.close)
+        if config.ledger_deletion_schema_enabled_of_two_phase_deletion:
+            declare(client, message.SCHEMA_DEFINITION)
         admin = open_admin(config)
         if admin is not None:
             stack.callback(admin.close)
