@@ -42,6 +42,12 @@ class ServiceConfiguration:
         "Most pending deletions in one batch: their ledger reads and deletes are pipelined.",
         minimum=1,
     )
+    ledger_deletion_schema_enabled_of_two_phase_deletion: bool = _setting(
+        True,
+        "ledgerDeletionSchemaEnabledOfTwoPhaseDeletion",
+        "bool",
+        "Declare our Avro schema on the deletion, retry and archive topics (schema registry).",
+    )
     send_delay_seconds_of_two_phase_deletion: int = _setting(
         60,
         "sendDelaySecondsOfTwoPhaseDeletion",

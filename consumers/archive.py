@@ -29,6 +29,7 @@ from deletion.domain.ports import MetadataStore, PendingDeletions
 from deletion.domain.topics import ARCHIVE_SUBSCRIPTION, ARCHIVE_TOPIC, NamespaceName, TopicName
 from transport.client import java_message_id
 from transport.producer_pool import ProducerPool
+from transport.schema import subscribe, written
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class ArchivedMessage:
     def of(cls, namespace: NamespaceName, received: Any) -> ArchivedMessage:
         properties = received.properties()
         try:
-            info: PendingDeleteLedgerInfo | None = message.decode(received.data())
+            info: PendingDeleteLedgerInfo | None = message.decode(*written(received))
         except DecodeError:
             info = None
         return cls(
@@ -103,7 +104,8 @@ class DrainFilter:
 
 @contextmanager
 def archive_consumer(client: pulsar.Client, namespace: NamespaceName) -> Iterator[Any]:
-    consumer = client.subscribe(
+    consumer = subscribe(
+        client,
         namespace.archive_topic,
         ARCHIVE_SUBSCRIPTION,
         consumer_type=pulsar.ConsumerType.Shared,

@@ -24,6 +24,7 @@ from deletion.domain.offload_port import OffloadStorage
 from deletion.domain.ports import LedgerStorage
 from deletion.domain.topics import NamespaceName, namespace_of_deletion_topic
 from transport.client import java_message_id
+from transport.schema import written
 
 log = structlog.get_logger(__name__)
 
@@ -156,7 +157,7 @@ class DeletionHandler:
 
 def _decoded(received: ReceivedMessage) -> PendingDeleteLedgerInfo | DecodeError:
     try:
-        return message.decode(received.data())
+        return message.decode(*written(received))
     except DecodeError as exc:
         return exc
 

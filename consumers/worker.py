@@ -19,6 +19,7 @@ from consumers.handler import DeletionHandler, HandlingResult
 from consumers.metrics import WorkerMetrics
 from core.errors import JanitorError
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, namespace_of_deletion_topic
+from transport.schema import subscribe
 
 log = structlog.get_logger(__name__)
 # How often idle threads look up from their queue to see whether the worker is stopping.
@@ -130,7 +131,8 @@ class DeletionWorker:
             with self._lock:
                 if namespace in self._consumers or self._stopping.is_set():
                     continue
-                self._consumers[namespace] = self._client.subscribe(
+                self._consumers[namespace] = subscribe(
+                    self._client,
                     [namespace.deletion_topic, namespace.retry_topic],
                     SUBSCRIPTION,
                     consumer_type=pulsar.ConsumerType.Shared,

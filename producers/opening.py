@@ -15,6 +15,7 @@ import pulsar
 
 from config import ServiceConfiguration
 from deletion.adapters.opening import StoreSpec, open_metadata_store
+from deletion.domain import message
 from deletion.domain.namespaces import NamespaceRegistry
 from deletion.domain.ports import MetadataStore
 from producers.admin_rest import AdminRest
@@ -23,6 +24,7 @@ from producers.topic_setup import AdminTopicSetup, ClientTopicSetup, PreparedNam
 from transport import client as broker
 from transport.auth import token_from
 from transport.producer_pool import ProducerPool
+from transport.schema import declare
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,8 @@ def open_phase_one(
             stack.callback(metadata.close)
         client = broker.connect(config, client_log)
         stack.callback(client.close)
+        if config.ledger_deletion_schema_enabled_of_two_phase_deletion:
+            declare(client, message.SCHEMA_DEFINITION)
         admin = open_admin(config)
         if admin is not None:
             stack.callback(admin.close)

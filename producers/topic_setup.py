@@ -34,6 +34,7 @@ from deletion.domain.topics import (
 )
 from producers.admin_rest import AdminRest
 from transport.client import translate
+from transport.schema import subscribe
 
 EARLIEST = {"ledgerId": -1, "entryId": -1}  # MessageId.earliest, as ResetCursorData
 
@@ -67,7 +68,9 @@ class ClientTopicSetup:
     def __call__(self, namespace: NamespaceName) -> None:
         for topic, subscription in subscriptions(namespace):
             try:
-                consumer = self._client.subscribe(
+                # With our schema: on a new topic it is registered before the first send.
+                consumer = subscribe(
+                    self._client,
                     topic,
                     subscription,
                     consumer_type=pulsar.ConsumerType.Shared,

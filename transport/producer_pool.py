@@ -13,6 +13,7 @@ import structlog
 
 from core.errors import JanitorError
 from transport.client import send_async, translate
+from transport.schema import create_producer
 
 log = structlog.get_logger(__name__)
 
@@ -68,7 +69,8 @@ class ProducerPool:
         if self._prepare is not None:
             self._prepare(topic)
         # Batching off: each pending deletion is its own message with its own delay.
-        producer = self._client.create_producer(
+        producer = create_producer(
+            self._client,
             topic,
             batching_enabled=False,
             block_if_queue_full=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from importlib import resources
@@ -125,18 +125,43 @@ def decode(
     schema resolution) onto ours, so the field order of the writer does not matter.
     `writer_schema` is that schema when the broker's registry told us (the message's schema
     version); without it, `writer_schema_of` picks one of the two this project knows.
-    The payload must be exactly what the writer schema encodes for the values read: fastavro
-    keeps the low 64 bits of an over-long varint and reads any non-zero byte as true, where
-    Java refuses the first and a second reader could disagree on the second.
+
+    A message re-sent to the retry or archive topic keeps its bytes but carries the schema
+    the re-sender declared (the Python client cannot send one message with another schema,
+    as Java's `AUTO_PRODUCE_BYTES(reader schema)` does): an old message re-sent is labelled
+    with the current schema. So bytes the declared writer cannot read (as Avro: not bytes it
+    could have written) are read as the first byte says, if it names one of ours. Each of
+    our two schemas refuses the other's bytes (tests/unit/test_message_java.py), so an old
+    message read under the new label is read as its writer wrote it; bytes the declared
+    writer does read are never read a second way.
     """
     if len(payload) > MAX_MESSAGE_BYTES:
         raise DecodeError(f"message of {len(payload)} bytes exceeds {MAX_MESSAGE_BYTES}")
+    if writer_schema is None:
+        return _from_record(_read(payload, lambda: writer_schema_of(payload)))
     try:
-        writer = (
-            writer_schema_of(payload)
-            if writer_schema is None
-            else fastavro.parse_schema(dict(writer_schema))
-        )
+        record = _read(payload, lambda: _parsed_writer(writer_schema))
+    except DecodeError as declared_error:
+        try:
+            record = _read(payload, lambda: writer_schema_of(payload))
+        except DecodeError:
+            raise declared_error from None
+    return _from_record(record)
+
+
+def _parsed_writer(writer_schema: Mapping[str, Any]) -> Any:
+    # Resolution matches records by unqualified name; the registry's schema for these topics
+    # is this record whatever its writer called it (as the client's AvroSchema assumes too).
+    return fastavro.parse_schema(dict(writer_schema, name=SCHEMA_DEFINITION["name"]))
+
+
+def _read(payload: bytes, writer_of: Callable[[], Any]) -> dict[str, Any]:
+    """The record as the writer schema reads it, resolved onto ours. The payload must be
+    exactly what that schema encodes for the values read: fastavro keeps the low 64 bits of
+    an over-long varint and reads any non-zero byte as true, where Java refuses the first
+    and a second reader could disagree on the second."""
+    try:
+        writer = writer_of()
         stream = io.BytesIO(payload)
         written = fastavro.schemaless_reader(stream, writer, None)
         consumed = stream.tell()
@@ -155,7 +180,7 @@ def decode(
         raise DecodeError("non-canonical Avro encoding (over-long varint or boolean byte)")
     if not isinstance(record, dict):
         raise DecodeError("not an Avro record")
-    return _from_record(record)
+    return record
 
 
 def _from_record(record: dict[str, Any]) -> PendingDeleteLedgerInfo:
