@@ -1,27 +1,33 @@
-"""Metadata-store URLs: the only two stores ledger-janitor knows how to reach."""
+"""Metadata-store URLs: the stores ledger-janitor knows how to reach."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Final, Literal
+from urllib.parse import urlsplit
 
 from core.errors import ConfigurationError
 
-STORE_URL_FORMS: Final = "zk:host:port[,host:port][/chroot] or sqlite:PATH"
+STORE_URL_FORMS: Final = (
+    "zk:host:port[,host:port][/chroot], etcd:http://host:port[,http://host:port] or sqlite:PATH"
+)
 
 
 @dataclass(frozen=True)
 class StoreUrl:
-    """A parsed store URL; `hosts`/`chroot` are set for zk, `path` for sqlite."""
+    """A parsed store URL; `hosts`/`chroot` are set for zk, `endpoints` for etcd, `path` for
+    sqlite."""
 
-    scheme: Literal["zk", "sqlite"]
+    scheme: Literal["zk", "etcd", "sqlite"]
     hosts: str = ""
     chroot: str = ""
     path: str = ""
+    endpoints: tuple[str, ...] = ()
 
 
 def parse_store_url(url: str) -> StoreUrl:
-    """Parse `zk:host:port[,host:port][/chroot]` or `sqlite:PATH`."""
+    """Parse `zk:host:port[,host:port][/chroot]`, `etcd:http://host:port[,...]` or
+    `sqlite:PATH`."""
     try:
         return check_store_url(url)
     except ValueError as exc:
@@ -39,9 +45,11 @@ def check_store_url(url: str) -> StoreUrl:
     scheme, colon, rest = url.partition(":")
     if colon and scheme == "zk":
         return _parse_zk(rest)
+    if colon and scheme == "etcd":
+        return _parse_etcd(rest)
     if colon and scheme == "sqlite":
         return _parse_sqlite(rest)
-    raise ValueError("the scheme must be 'zk:' or 'sqlite:'")
+    raise ValueError("the scheme must be 'zk:', 'etcd:' or 'sqlite:'")
 
 
 def _parse_zk(rest: str) -> StoreUrl:
@@ -65,6 +73,36 @@ def _parse_zk(rest: str) -> StoreUrl:
         # ZooKeeper rejects such paths, but only at connect time; fail at load instead.
         raise ValueError(f"chroot {chroot!r} has an empty path segment")
     return StoreUrl("zk", hosts=hosts, chroot=chroot)
+
+
+def _parse_etcd(rest: str) -> StoreUrl:
+    """Pulsar's form (`EtcdMetadataStore`): `etcd:` then the client URLs, comma-separated."""
+    if rest.startswith("//"):
+        raise ValueError("write etcd:http://host:port, not etcd://host:port")
+    if not rest:
+        raise ValueError("no etcd endpoint given")
+    endpoints = []
+    for endpoint in rest.split(","):
+        if not endpoint:
+            raise ValueError("an empty etcd endpoint (a stray comma?)")
+        parts = urlsplit(endpoint)
+        if parts.scheme not in ("http", "https") or not endpoint.startswith(parts.scheme + "://"):
+            raise ValueError(f"endpoint {endpoint!r} needs an http:// or https:// scheme")
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if any(c.isspace() for c in endpoint):
+            raise ValueError(f"endpoint {endpoint!r} contains a space")
+        if not parts.hostname:
+            raise ValueError(f"endpoint {endpoint!r} has no host")
+        if port is None or port == 0:
+            raise ValueError(f"endpoint {endpoint!r} has no valid port (1-65535)")
+        if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+            # Pulsar's etcd store has no chroot: a path here would be silently ignored.
+            raise ValueError(f"endpoint {endpoint!r} must be scheme://host:port alone")
+        endpoints.append(f"{parts.scheme}://{parts.netloc}")
+    return StoreUrl("etcd", endpoints=tuple(endpoints))
 
 
 def _parse_sqlite(path: str) -> StoreUrl:

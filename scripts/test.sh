@@ -12,6 +12,13 @@ if [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null 2>&1; 
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper default-jre-headless >/dev/null
 fi
 
+# etcd (Debian's etcd-server package) for the etcd metadata-store tests.
+if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
+    echo "installing Debian's etcd-server package..."
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
+fi
+
 # The project with its test extra (pulsar-client, pulsar-lite, kazoo, hypothesis, ...).
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 

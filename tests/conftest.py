@@ -1,4 +1,4 @@
-"""Session-scoped real services: a ZooKeeper server and a pulsar-lite broker on loopback.
+"""Session-scoped real services: ZooKeeper, etcd and a pulsar-lite broker on loopback.
 
 Each test gets its own ZooKeeper chroot, SQLite file and Pulsar tenant. No test may leave a
 process behind: the session fails if one of its processes outlives it.
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from deletion.domain.topics import NamespaceName
+from harness.etcd import EtcdServer
 from harness.janitor import Backend, JanitorFactory, sqlite_backend, zookeeper_backend
 from harness.leaks import SESSION_ENV, survivors
 from harness.zookeeper import ZooKeeperServer
@@ -59,6 +60,13 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperSer
         yield ZooKeeperServer.running_at(external)
         return
     server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
+    server = EtcdServer(tmp_path_factory.mktemp("etcd")).start()
     yield server
     server.stop()
 
