@@ -8,6 +8,7 @@ connect says at once which one is missing.
 from __future__ import annotations
 
 import socket
+from urllib.parse import urlsplit
 
 from config import ServiceConfiguration, parse_store_url
 
@@ -64,9 +65,19 @@ def unreachable(config: ServiceConfiguration, timeout: float) -> str | None:
         store = parse_store_url(url)
         if store.scheme == "zk":
             reason = _refusal(host_ports(store.hosts, 2181), timeout)
-            if reason is not None:
-                return f"cannot reach {what} at {url} ({reason})"
+        elif store.scheme == "etcd":
+            reason = _refusal(_endpoint_addresses(store.endpoints), timeout)
+        else:
+            continue  # the embedded store is a local file
+        if reason is not None:
+            return f"cannot reach {what} at {url} ({reason})"
     reason = _refusal(broker_addresses(config.broker_service_url), timeout)
     if reason is not None:
         return f"cannot reach the broker at {config.broker_service_url} ({reason})"
     return None
+
+
+def _endpoint_addresses(endpoints: tuple[str, ...]) -> list[tuple[str, int]]:
+    """etcd's client URLs (`http://host:port`) as addresses; 2379 is etcd's client port."""
+    parts = [urlsplit(endpoint) for endpoint in endpoints]
+    return [(part.hostname or "localhost", part.port or 2379) for part in parts]

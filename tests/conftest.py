@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from deletion.domain.topics import NamespaceName
-from harness.etcd import EtcdServer
+from harness.etcd import EtcdServer, etcd_backend
 from harness.janitor import Backend, JanitorFactory, sqlite_backend, zookeeper_backend
 from harness.leaks import SESSION_ENV, survivors
 from harness.zookeeper import ZooKeeperServer
@@ -119,10 +119,13 @@ def chroot() -> str:
     return f"/test-{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture(params=["sqlite", "zookeeper"])
+@pytest.fixture(params=["sqlite", "zookeeper", "etcd"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path, chroot: str) -> Iterator[Backend]:
+    """Every test on a backend runs on each metadata store Pulsar uses that runs here."""
     if request.param == "sqlite":
         chosen = sqlite_backend(str(tmp_path / "janitor.db"))
+    elif request.param == "etcd":
+        chosen = etcd_backend(request.getfixturevalue("etcd"))
     else:
         chosen = zookeeper_backend(request.getfixturevalue("zookeeper").hosts, chroot)
     yield chosen

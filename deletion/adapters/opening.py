@@ -19,6 +19,7 @@ from deletion.adapters.ledgers.bookie_http import BookieHttpLedgerStorage
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
 from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
+from deletion.adapters.stores.etcd import EtcdMetadataStore
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore, digest_from_env
 from deletion.domain.offload_port import OffloadStorage
@@ -67,33 +68,44 @@ def _zookeeper(spec: StoreSpec, create: bool) -> ZooKeeperMetadataStore:
     )
 
 
-def open_metadata_store(spec: StoreSpec, *, create: bool = True) -> MetadataStore:
-    """ZooKeeper for `zk:`, the embedded store for `sqlite:`; without `create`, a missing
-    chroot or database file is not made (a missing file is an error)."""
+def _networked(spec: StoreSpec, create: bool) -> MetadataStore | None:
+    """The store behind a `zk:` or `etcd:` URL; None for the embedded one."""
     if spec.url.scheme == "zk":
         return _zookeeper(spec, create)
+    if spec.url.scheme == "etcd":
+        return EtcdMetadataStore.connect(spec.url, spec.timeout)  # etcd has no chroot
+    return None
+
+
+def open_metadata_store(spec: StoreSpec, *, create: bool = True) -> MetadataStore:
+    """ZooKeeper for `zk:`, etcd for `etcd:`, the embedded store for `sqlite:`; without
+    `create`, a missing chroot or database file is not made (a missing file is an error)."""
+    store = _networked(spec, create)
+    if store is not None:
+        return store
     return SqliteMetadataStore(_existing_file(spec, "metadata", create))
 
 
 def open_ledger_storage(
     spec: StoreSpec, *, bookie_http: str = "", create: bool = True
 ) -> LedgerStorage:
-    """BookKeeper's ledger metadata for `zk:` (deleting through a bookie's HTTP API if
-    `bookie_http` is given), the embedded ledger store for `sqlite:`."""
-    if spec.url.scheme == "zk":
-        bookkeeper = BookKeeperLedgerStorage(_zookeeper(spec, create))
+    """BookKeeper's ledger metadata for `zk:` and `etcd:` (deleting through a bookie's HTTP
+    API if `bookie_http` is given), the embedded ledger store for `sqlite:`."""
+    store = _networked(spec, create)
+    if store is not None:
+        bookkeeper = BookKeeperLedgerStorage(store)
         if bookie_http:
             return BookieHttpLedgerStorage(bookkeeper, bookie_http, spec.timeout)
         return bookkeeper
     if bookie_http:
-        raise ConfigurationError("bookieHttpServiceUrl needs a zk: ledger metadata store")
+        raise ConfigurationError("bookieHttpServiceUrl needs a zk: or etcd: ledger store")
     return SqliteLedgerStorage(_existing_file(spec, "ledger", create))
 
 
 def open_embedded_ledgers(spec: StoreSpec) -> SqliteLedgerStorage | None:
     """The embedded ledger store, opened read-only (entries and all); None for BookKeeper's,
-    whose entries live on the bookies and whose metadata is a znode tree in ZooKeeper."""
-    if spec.url.scheme == "zk":
+    whose entries live on the bookies and whose metadata is in ZooKeeper or etcd."""
+    if spec.url.scheme in ("zk", "etcd"):
         return None
     return SqliteLedgerStorage(_existing_file(spec, "ledger", create=False))
 

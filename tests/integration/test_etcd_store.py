@@ -1,10 +1,10 @@
-"""The etcd MetadataStore against a real etcd: the store contract of test_stores.py, then what
-is etcd's own (Pulsar's key layout, paging, batches past one transaction, outages)."""
+"""The etcd MetadataStore against a real etcd, in what is etcd's own: Pulsar's key layout,
+paging, batches past one transaction, outages. The store contract (test_stores.py) runs on
+etcd through the `backend` fixture, as every other test on a backend does."""
 
 from __future__ import annotations
 
 import base64
-import inspect
 import threading
 import time
 from collections.abc import Iterator
@@ -22,19 +22,6 @@ from deletion.domain.ports import ANY_VERSION, Deletion
 from harness.etcd import EtcdServer, etcd_backend
 from harness.janitor import Backend
 from ledger_janitor.embedded import free_port
-from tests.integration import test_stores
-
-# Every test of test_stores.py that takes the `backend` fixture is the contract; here they run
-# with this module's `backend`, which overrides conftest's.
-globals().update(
-    {
-        name: test
-        for name, test in vars(test_stores).items()
-        if name.startswith("test_")
-        and callable(test)
-        and "backend" in inspect.signature(test).parameters
-    }
-)
 
 
 @pytest.fixture
