@@ -13,7 +13,7 @@ from typing import Protocol
 
 from audit.errors import AuditError
 from core.errors import JanitorError
-from deletion.domain.decision import Verdict, check_ownership
+from deletion.domain.decision import check_ownership
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.ports import LedgerRecord
 from deletion.domain.topics import TopicName
@@ -54,9 +54,9 @@ def pending_deletion(row: OrphanRow) -> PendingDeleteLedgerInfo:
     if str(topic.namespace) != row.namespace:
         raise AuditError(f"orphan {row.ledger_id}: {topic} is not in namespace {row.namespace}")
     metadata = {key: value.encode("utf-8") for key, value in row.custom_metadata.items()}
-    decision = check_ownership(info, LedgerRecord(row.ledger_id, metadata))
-    if decision.verdict is not Verdict.DELETE:
-        raise AuditError(f"attribution disagrees with the worker's rule: {decision.reason}")
+    refused = check_ownership(info, LedgerRecord(row.ledger_id, metadata))
+    if refused is not None:
+        raise AuditError(f"attribution disagrees with the worker's rule: {refused.reason}")
     return info
 
 

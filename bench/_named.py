@@ -28,11 +28,11 @@ RETRY_SEND_THEN_ACK = """        future.result(timeout=self._policy.send_timeout
         consumer.acknowledge(message)
         return None"""
 
-HANDLER = "tests/unit/test_handler.py"
+HANDLER = ("tests/unit/test_handler.py", "tests/unit/test_handler_batch.py")
 DELETER = "tests/unit/test_deleter.py"
 WALK = ("tests/integration/test_pulsar_metadata.py", "tests/integration/test_metadata_codec.py")
 OWNERSHIP_THEN_AGE = """        if record is not None:
-            owned = check_ownership(info, record)
+            refused = check_ownership(info, record)
 """
 
 NAMED: tuple[NamedMutant, ...] = (
@@ -70,7 +70,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "early",
         "the early gate made a no-op (worker)",
         "consumers/worker.py",
-        "        if due > self._clock():\n",
+        "        if arrival.due > self._clock():\n",
         "        if False:\n",
         (
             "tests/integration/test_worker.py::test_an_early_message_is_held_until_due_by_the_worker_clock",
@@ -161,8 +161,8 @@ NAMED: tuple[NamedMutant, ...] = (
         "decision",
         "a ledger above the largest referenced deleted without the age rule",
         "deletion/domain/decision.py",
-        "    return Decision(Verdict.DELETE, why, needs_age=True)",
-        "    return Decision(Verdict.DELETE, why)",
+        "    return Decision(Verdict.SAFE_TO_DELETE, why, needs_age=True)",
+        "    return Decision(Verdict.SAFE_TO_DELETE, why)",
         ("tests/unit/test_decision.py",),
     ),
     NamedMutant(
@@ -171,7 +171,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/domain/deleter.py",
         "        if not ruling.needs_age:\n            return ruling\n",
         "        return ruling\n",
-        (HANDLER, DELETER),
+        (*HANDLER, DELETER),
     ),
     NamedMutant(
         "deleter",
@@ -182,9 +182,9 @@ NAMED: tuple[NamedMutant, ...] = (
         "            aged = decide_age(\n"
         "                info.ledger_id, record.ctime_ms, self._clock(), self._margins\n"
         "            )\n"
-        "            if aged.verdict is not Verdict.DELETE:\n                return aged\n"
+        "            if aged.verdict is not Verdict.SAFE_TO_DELETE:\n                return aged\n"
         + OWNERSHIP_THEN_AGE,
-        (HANDLER, DELETER),
+        (*HANDLER, DELETER),
     ),
     NamedMutant(
         "deleter",
@@ -192,7 +192,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/domain/deleter.py",
         "self.in_use.lookup(topic, fresh_after)",
         "self.in_use.lookup(topic)",
-        (HANDLER, DELETER),
+        (*HANDLER, DELETER),
     ),
     NamedMutant(
         "deleter",
@@ -200,7 +200,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/domain/deleter.py",
         "fresh_after = due if info.check_ledger_still_in_use else self._clock()",
         "fresh_after = due",
-        (HANDLER, DELETER),
+        (*HANDLER, DELETER),
     ),
     NamedMutant(
         "deleter",
@@ -208,7 +208,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/domain/deleter.py",
         "versions[info.ledger_id] = record.version",
         "versions[info.ledger_id] = -1",
-        (HANDLER, DELETER),
+        (*HANDLER, DELETER),
     ),
     NamedMutant(
         "received",
@@ -216,7 +216,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "consumers/received.py",
         "max(floor_delay_seconds, 0.0 if delay is None else delay / 1000.0)",
         "floor_delay_seconds if delay is None else delay / 1000.0",
-        (HANDLER,),
+        HANDLER,
     ),
     NamedMutant(
         "received",
@@ -224,7 +224,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "consumers/received.py",
         " + delay_seconds + clock_skew_seconds)",
         " + delay_seconds)",
-        (HANDLER,),
+        HANDLER,
     ),
     NamedMutant(
         "admin",

@@ -77,7 +77,7 @@ def handle_all(sidecar: Sidecar, expected: int, ttl: int) -> tuple[float, dict[s
     sidecar.metadata = counting
     sidecar.config = sidecar.config.with_overrides(in_use_ledgers_cache_ttl_seconds=ttl)
     recorder = Recorder()
-    worker = sidecar.worker(on_result=recorder, refresh_interval_seconds=1.0)
+    worker = sidecar.worker(observers=[recorder], refresh_interval_seconds=1.0)
     started = time.perf_counter()
     worker.start()
     recorder.wait_for(lambda results: len(results) >= expected, timeout=900)

@@ -34,9 +34,9 @@ from bench._common import (
     seed,
     services,
 )
-from consumers.handler import Outcome
 from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
 from deletion.domain import message
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Recorder
 from ledger_janitor.wiring import open_sidecar
@@ -55,7 +55,7 @@ def measure(svc: Services, messages: int, delay: float, rate: float) -> dict[str
         writer = ManagedLedgerWriter(sidecar.metadata)
         sidecar.registry.register(topic.namespace)
         recorder = Recorder()
-        worker = sidecar.worker(on_result=recorder, refresh_interval_seconds=0.2)
+        worker = sidecar.worker(observers=[recorder], refresh_interval_seconds=0.2)
         worker.start()
         sent: dict[int, float] = {}
         started = time.time()

@@ -36,7 +36,7 @@ ZK_METHOD = ZK_STORE + "xǁZooKeeperMetadataStoreǁ"
 METADATA = "deletion.adapters.pulsar_metadata."
 ADMIN = "deletion.adapters.admin_api."
 ADMIN_HTTP = "transport.admin_http."
-HANDLER = "tests/unit/test_handler.py"
+HANDLER = ("tests/unit/test_handler.py", "tests/unit/test_handler_batch.py")
 DELETER = "tests/unit/test_deleter.py"
 # The reference walk, through the worker's in-use reader, on SQLite and a real ZooKeeper.
 WALK = ("tests/integration/test_pulsar_metadata.py", "tests/integration/test_metadata_codec.py")
@@ -56,7 +56,7 @@ MODULES: tuple[Module, ...] = (
     Module(
         "reconsume",
         "consumers/reconsume.py",
-        ("tests/unit/test_reconsume.py", "tests/unit/test_handler.py"),
+        ("tests/unit/test_reconsume.py", *HANDLER),
     ),
     Module("early", "consumers/early.py", ("tests/unit/test_early_gate.py",)),
     Module(
@@ -81,8 +81,12 @@ MODULES: tuple[Module, ...] = (
         ),
         zookeeper=True,
     ),
-    Module("decision", "deletion/domain/decision.py", ("tests/unit/test_decision.py", HANDLER)),
-    Module("in_use", "deletion/domain/in_use.py", ("tests/unit/test_in_use_cache.py", HANDLER)),
+    Module(
+        "decision",
+        "deletion/domain/decision.py",
+        ("tests/unit/test_decision.py", "tests/unit/test_ownership.py", *HANDLER),
+    ),
+    Module("in_use", "deletion/domain/in_use.py", ("tests/unit/test_in_use_cache.py", *HANDLER)),
     Module("references", "deletion/domain/references.py", WALK, zookeeper=True),
     Module(
         "pulsar_metadata",
@@ -130,8 +134,8 @@ MODULES: tuple[Module, ...] = (
             f"{ADMIN_HTTP}x__redirect_method__mutmut_*",
         ),
     ),
-    Module("deleter", "deletion/domain/deleter.py", (HANDLER, DELETER)),
-    Module("received", "consumers/received.py", (HANDLER,)),
+    Module("deleter", "deletion/domain/deleter.py", (*HANDLER, DELETER)),
+    Module("received", "consumers/received.py", HANDLER),
 )
 BY_KEY = {module.key: module for module in MODULES}
 

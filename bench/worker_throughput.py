@@ -75,7 +75,7 @@ def worker_rate(
         released = {i for entry in seeded for i in entry.released}
         enqueue_then_commit(sidecar, seeded)
         recorder = Recorder()
-        worker = sidecar.worker(on_result=recorder, refresh_interval_seconds=1.0)
+        worker = sidecar.worker(observers=[recorder], refresh_interval_seconds=1.0)
         started = time.perf_counter()
         worker.start()
         recorder.wait_for(lambda results: len(results) >= len(released), timeout=600)

@@ -12,19 +12,19 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 import pulsar
 
 from consumers.handler import DeletionHandler
-from consumers.metrics import WorkerMetrics
+from consumers.observer import Observer
 from core.clock import EpochSeconds
 from core.errors import DecodeError
 from deletion.domain import message
 from deletion.domain import message_properties as props
-from deletion.domain.decision import Verdict
+from deletion.domain.decision import Decision, Verdict
 from deletion.domain.message import PendingDeleteLedgerInfo
+from deletion.domain.outcome import Outcome, Result
 from deletion.domain.ports import MetadataStore, PendingDeletions
 from deletion.domain.topics import ARCHIVE_SUBSCRIPTION, ARCHIVE_TOPIC, NamespaceName, TopicName
 from transport.client import java_message_id
@@ -78,15 +78,6 @@ class ArchivedMessage:
             "component": info.ledger_component.value if info else None,
             "ledger_type": info.ledger_type.value if info else None,
         }
-
-
-class Settled(Enum):
-    DELETED = "deleted"
-    REQUEUED = "requeued"
-    REARCHIVED = "rearchived"
-    WOULD_DELETE = "would_delete"
-    WOULD_REQUEUE = "would_requeue"
-    WOULD_REARCHIVE = "would_rearchive"
 
 
 @dataclass(frozen=True)
@@ -160,11 +151,11 @@ class ArchiveDrain:
         phase_one: PendingDeletions,
         pool: ProducerPool,
         clock: Callable[[], float] = time.time,
-        metrics: WorkerMetrics | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self._client, self._handler = client, handler
         self._phase_one, self._pool, self._clock = phase_one, pool, clock
-        self._metrics = metrics
+        self._observer = observer or Observer()
 
     def drain(
         self,
@@ -172,10 +163,10 @@ class ArchiveDrain:
         only: DrainFilter,
         dry_run: bool,
         wait_seconds: float = 2.0,
-        progress: Callable[[ArchivedMessage, Settled, str], None] | None = None,
-    ) -> list[tuple[ArchivedMessage, Settled, str]]:
+        progress: Callable[[ArchivedMessage, Outcome, str], None] | None = None,
+    ) -> list[tuple[ArchivedMessage, Outcome, str]]:
         started_ms = int(self._clock() * 1000)
-        settled: list[tuple[ArchivedMessage, Settled, str]] = []
+        settled: list[tuple[ArchivedMessage, Outcome, str]] = []
         with archive_consumer(self._client, namespace) as consumer:
             for received in receive_all(consumer, wait_seconds):
                 if only.limit is not None and len(settled) >= only.limit:
@@ -186,37 +177,34 @@ class ArchiveDrain:
                     continue  # left unacked: redelivered, still archived, once we close
                 outcome, reason = self._settle(consumer, archived, dry_run)
                 settled.append((archived, outcome, reason))
-                if self._metrics is not None:
-                    label = self._metrics.namespace(namespace)
-                    self._metrics.drained.labels(label, outcome.value).inc()
+                self._observer.on_drained(namespace, outcome)
                 if progress is not None:
                     progress(archived, outcome, reason)
         return settled
 
     def _settle(
         self, consumer: Any, archived: ArchivedMessage, dry_run: bool
-    ) -> tuple[Settled, str]:
+    ) -> tuple[Outcome, str]:
         if archived.info is None:
-            verdict, reason, referenced = Verdict.ARCHIVE, archived.reason, True
+            ruling: Decision | Result = Decision(Verdict.REFUSED, archived.reason)
         else:
-            decision = self._handler.decide(
+            ruling = self._handler.decide(
                 archived.info, archived.namespace, EpochSeconds(self._clock()), dry_run
             )
-            verdict, reason, referenced = decision.verdict, decision.reason, decision.referenced
-        if verdict in (Verdict.DELETE, Verdict.ALREADY_GONE):
-            outcome = Settled.WOULD_DELETE if dry_run else Settled.DELETED
-        elif verdict is Verdict.RECONSUME and not referenced:
-            outcome = Settled.WOULD_REQUEUE if dry_run else Settled.REQUEUED
+        if isinstance(ruling, Result):  # deleted or already gone, or would be deleted
+            outcome = ruling.outcome
+        elif ruling.verdict is Verdict.NOT_YET and not ruling.referenced:
+            outcome = Outcome.WOULD_REQUEUE if dry_run else Outcome.REQUEUED
             if not dry_run:
                 assert archived.info is not None
                 self._phase_one.enqueue([archived.info])  # a fresh message: a fresh count
         else:
-            outcome = Settled.WOULD_REARCHIVE if dry_run else Settled.REARCHIVED
+            outcome = Outcome.WOULD_REARCHIVE if dry_run else Outcome.REARCHIVED
             if not dry_run:
-                self._rearchive(archived, reason)
+                self._rearchive(archived, ruling.reason)
         if not dry_run:
             consumer.acknowledge(archived.raw)
-        return outcome, reason
+        return outcome, ruling.reason
 
     def _rearchive(self, archived: ArchivedMessage, reason: str) -> None:
         properties = dict(archived.raw.properties())

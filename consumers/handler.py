@@ -5,42 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from enum import Enum
 
 import structlog
 
-from consumers.received import Acknowledger, ReceivedMessage, not_before_seconds
+from consumers.received import Acknowledger, Arrival, ReceivedMessage, not_before_seconds
 from consumers.reconsume import Reconsumer
 from core.clock import EpochSeconds, WallClock, wall_clock
 from core.errors import DecodeError
 from core.retry import TransientRetry
 from deletion.domain import message
 from deletion.domain.decision import Decision, SafetyMargins, Verdict
-from deletion.domain.deleter import Candidate, LedgerDeleter
+from deletion.domain.deleter import Candidate, LedgerDeleter, Ruling
 from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.message import PendingDeleteLedgerInfo
 from deletion.domain.offload_port import OffloadStorage
+from deletion.domain.outcome import Outcome, Result
 from deletion.domain.ports import LedgerStorage
 from deletion.domain.topics import NamespaceName, namespace_of_deletion_topic
 from transport.client import java_message_id
 from transport.schema import written
 
 log = structlog.get_logger(__name__)
-
-
-class Outcome(Enum):
-    DELETED = "deleted"
-    ALREADY_GONE = "already_gone"
-    RECONSUMED = "reconsumed"
-    ARCHIVED = "archived"
-
-
-@dataclass(frozen=True)
-class HandlingResult:
-    outcome: Outcome
-    reason: str
-    info: PendingDeleteLedgerInfo | None = None
 
 
 class DeletionHandler:
@@ -61,53 +46,52 @@ class DeletionHandler:
         self._reconsumer = reconsumer
         self._margins = margins
 
-    def due(self, received: ReceivedMessage) -> EpochSeconds:
-        """When the message may be acted on, by the configured margins."""
-        return not_before_seconds(received, self._margins.send_delay, self._margins.clock_skew)
+    def arrival(self, consumer: Acknowledger, received: ReceivedMessage) -> Arrival:
+        """The message as it arrives: its namespace, and when it may be acted on by the
+        configured margins."""
+        namespace = namespace_of_deletion_topic(received.topic_name())
+        margins = self._margins
+        due = not_before_seconds(received, margins.send_delay, margins.clock_skew)
+        return Arrival(consumer, received, namespace, due)
 
-    def handle(self, consumer: Acknowledger, received: ReceivedMessage) -> HandlingResult:
+    def handle(self, arrival: Arrival) -> Result:
         """Act on a message that is due. Raises only if the retry or archive send failed,
         in which case nothing was acked and the message will be delivered again."""
-        (result,) = self.handle_batch([(consumer, received)])
+        (result,) = self.handle_batch([arrival])
         if isinstance(result, Exception):
             raise result
         return result
 
-    def handle_batch(
-        self, batch: Sequence[tuple[Acknowledger, ReceivedMessage]]
-    ) -> list[HandlingResult | Exception]:
+    def handle_batch(self, batch: Sequence[Arrival]) -> list[Result | Exception]:
         """Act on messages that are due, checking and deleting them as one batch. A message
         whose retry or archive send failed gets its error instead: it was not acked."""
-        arrived = [namespace_of_deletion_topic(received.topic_name()) for _, received in batch]
-        infos = [_decoded(received) for _, received in batch]
+        infos = [_decoded(arrival.message) for arrival in batch]
         candidates = [
-            Candidate(info, namespace, self.due(received))
-            for (_, received), namespace, info in zip(batch, arrived, infos, strict=True)
+            Candidate(info, arrival.namespace, arrival.due)
+            for arrival, info in zip(batch, infos, strict=True)
             if isinstance(info, PendingDeleteLedgerInfo)
         ]
-        decisions = iter(self._deleter.decide(candidates))
-        results: list[HandlingResult | Exception] = []
-        for (consumer, received), namespace, info in zip(batch, arrived, infos, strict=True):
-            with _logging_context(received, namespace, info):
+        rulings = iter(self._deleter.decide(candidates))
+        results: list[Result | Exception] = []
+        for arrival, info in zip(batch, infos, strict=True):
+            with _logging_context(arrival, info):
                 try:
                     if isinstance(info, DecodeError):
                         reason = f"undecodable message: {info}"
-                        results.append(self._archive(consumer, received, namespace, None, reason))
+                        results.append(self._archive(arrival, None, reason))
                     else:
-                        decision = next(decisions)
-                        results.append(self._act(consumer, received, namespace, info, decision))
+                        results.append(self._act(arrival, info, next(rulings)))
                 except Exception as exc:  # a failed retry or archive send: nothing was acked
                     log.warning("handing back for redelivery", error=str(exc))
                     results.append(exc)
         return results
 
-    def hand_back(
-        self, consumer: Acknowledger, received: ReceivedMessage, reason: str
-    ) -> str | None:
+    def hand_back(self, arrival: Arrival, reason: str) -> str | None:
         """Redeliver a message that could not be handled; archive it instead once it has been
         redelivered too often (see Reconsumer.hand_back), and then say why."""
-        namespace = namespace_of_deletion_topic(received.topic_name())
-        return self._reconsumer.hand_back(consumer, received, namespace, reason)
+        return self._reconsumer.hand_back(
+            arrival.consumer, arrival.message, arrival.namespace, reason
+        )
 
     def decide(
         self,
@@ -115,44 +99,35 @@ class DeletionHandler:
         namespace: NamespaceName,
         not_before: EpochSeconds,
         dry_run: bool = False,
-    ) -> Decision:
-        """Check, and delete if safe (unless `dry_run`); the verdict says what happened."""
-        (decision,) = self._deleter.decide([Candidate(info, namespace, not_before)], dry_run)
-        return decision
+    ) -> Ruling:
+        """Check, and delete if safe (unless `dry_run`): a Result says what was done, a
+        Decision that it is not to be deleted now."""
+        (ruling,) = self._deleter.decide([Candidate(info, namespace, not_before)], dry_run)
+        return ruling
 
-    def _act(
-        self,
-        consumer: Acknowledger,
-        received: ReceivedMessage,
-        namespace: NamespaceName,
-        info: PendingDeleteLedgerInfo,
-        decision: Decision,
-    ) -> HandlingResult:
-        if decision.verdict is Verdict.RECONSUME:
-            archived = self._reconsumer.reconsume_later(
-                consumer, received, namespace, decision.reason
-            )
-            if archived is not None:
-                return _done(HandlingResult(Outcome.ARCHIVED, archived, info))
-            return _done(HandlingResult(Outcome.RECONSUMED, decision.reason, info))
-        if decision.verdict is Verdict.ARCHIVE:
-            return self._archive(consumer, received, namespace, info, decision.reason)
-        consumer.acknowledge(received)
-        gone = decision.verdict is Verdict.ALREADY_GONE
-        return _done(
-            HandlingResult(Outcome.ALREADY_GONE if gone else Outcome.DELETED, decision.reason, info)
+    def _act(self, arrival: Arrival, info: PendingDeleteLedgerInfo, ruling: Ruling) -> Result:
+        if isinstance(ruling, Result):  # deleted, or already gone
+            arrival.consumer.acknowledge(arrival.message)
+            return _done(ruling)
+        if ruling.verdict is Verdict.REFUSED:
+            return self._archive(arrival, info, ruling.reason)
+        return self._reconsume(arrival, info, ruling)
+
+    def _reconsume(
+        self, arrival: Arrival, info: PendingDeleteLedgerInfo, decision: Decision
+    ) -> Result:
+        archived = self._reconsumer.reconsume_later(
+            arrival.consumer, arrival.message, arrival.namespace, decision.reason
         )
+        if archived is not None:
+            return _done(Result(Outcome.ARCHIVED, archived, info))
+        return _done(Result(Outcome.RECONSUMED, decision.reason, info))
 
     def _archive(
-        self,
-        consumer: Acknowledger,
-        received: ReceivedMessage,
-        namespace: NamespaceName,
-        info: PendingDeleteLedgerInfo | None,
-        reason: str,
-    ) -> HandlingResult:
-        self._reconsumer.archive(consumer, received, namespace, reason)
-        return _done(HandlingResult(Outcome.ARCHIVED, reason, info))
+        self, arrival: Arrival, info: PendingDeleteLedgerInfo | None, reason: str
+    ) -> Result:
+        self._reconsumer.archive(arrival.consumer, arrival.message, arrival.namespace, reason)
+        return _done(Result(Outcome.ARCHIVED, reason, info))
 
 
 def _decoded(received: ReceivedMessage) -> PendingDeleteLedgerInfo | DecodeError:
@@ -163,12 +138,13 @@ def _decoded(received: ReceivedMessage) -> PendingDeleteLedgerInfo | DecodeError
 
 
 def _logging_context(
-    received: ReceivedMessage, namespace: NamespaceName, info: PendingDeleteLedgerInfo | DecodeError
+    arrival: Arrival, info: PendingDeleteLedgerInfo | DecodeError
 ) -> AbstractContextManager[None]:
     """What every log line about this message carries."""
+    received = arrival.message
     fields: dict[str, object] = {
         "message_id": java_message_id(received.message_id()),
-        "namespace": str(namespace),
+        "namespace": str(arrival.namespace),
         "deletion_topic": received.topic_name(),
     }
     if isinstance(info, PendingDeleteLedgerInfo):
@@ -181,6 +157,6 @@ def _logging_context(
     return structlog.contextvars.bound_contextvars(**fields)
 
 
-def _done(result: HandlingResult) -> HandlingResult:
+def _done(result: Result) -> Result:
     log.info(result.outcome.value, reason=result.reason)
     return result

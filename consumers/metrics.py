@@ -13,8 +13,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from consumers.handler import HandlingResult, Outcome
+from consumers.observer import Observer
 from deletion.domain.in_use import InUseLedgersCache
+from deletion.domain.outcome import Outcome, Result
 from deletion.domain.topics import NamespaceName
 
 PREFIX = "ledger_janitor"
@@ -35,48 +36,51 @@ class _CacheCollector(Collector):
             yield CounterMetricFamily(f"{PREFIX}_in_use_cache_{name}", doc, value=total)
 
 
-class WorkerMetrics:
+class WorkerMetrics(Observer):
+    """The worker's and the drains' events as Prometheus metrics; the in-use caches' counters
+    are read from the caches whoever builds them passes to `watch_cache`."""
+
     def __init__(self, registry: CollectorRegistry, max_namespaces: int = 100) -> None:
         self.registry = registry
         self._max = max_namespaces
         self._seen: set[str] = set()
         self._lock = threading.Lock()
         by_ns = ["namespace"]
-        self.received = Counter(
+        self._received = Counter(
             f"{PREFIX}_messages_received", "Pending deletions received.", by_ns, registry=registry
         )
-        self.held_early = Counter(
+        self._held_early = Counter(
             f"{PREFIX}_early_deliveries_held",
             "Messages delivered before their due time and held back.",
             by_ns,
             registry=registry,
         )
-        self.handed_back = Counter(
+        self._handed_back = Counter(
             f"{PREFIX}_messages_handed_back",
             "Messages negatively acknowledged for redelivery.",
             by_ns,
             registry=registry,
         )
-        self.outcomes = Counter(
+        self._outcomes = Counter(
             f"{PREFIX}_messages_handled",
             "Messages handled, by outcome.",
             [*by_ns, "outcome"],
             registry=registry,
         )
-        self.deleted = Counter(
+        self._deleted = Counter(
             f"{PREFIX}_ledgers_deleted",
             "Ledgers deleted.",
             [*by_ns, "component", "ledger_type"],
             registry=registry,
         )
-        self.latency = Histogram(
+        self._latency = Histogram(
             f"{PREFIX}_deletion_seconds",
             "Time to check and delete the batch a deleted ledger was in.",
             ["component", "ledger_type"],
             registry=registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
-        self.drained = Counter(
+        self._drained = Counter(
             f"{PREFIX}_archive_drained",
             "Archived messages settled by drains.",
             [*by_ns, "outcome"],
@@ -85,7 +89,7 @@ class WorkerMetrics:
         self._caches = _CacheCollector()
         registry.register(self._caches)
 
-    def namespace(self, namespace: NamespaceName | str) -> str:
+    def _label(self, namespace: NamespaceName) -> str:
         label = str(namespace)
         with self._lock:
             if label in self._seen or len(self._seen) < self._max:
@@ -96,11 +100,23 @@ class WorkerMetrics:
     def watch_cache(self, cache: InUseLedgersCache) -> None:
         self._caches.caches.append(cache)
 
-    def handled(self, namespace: NamespaceName, result: HandlingResult, seconds: float) -> None:
-        label = self.namespace(namespace)
-        self.outcomes.labels(label, result.outcome.value).inc()
+    def on_received(self, namespace: NamespaceName) -> None:
+        self._received.labels(self._label(namespace)).inc()
+
+    def on_held_early(self, namespace: NamespaceName) -> None:
+        self._held_early.labels(self._label(namespace)).inc()
+
+    def on_handed_back(self, namespace: NamespaceName, archived: bool) -> None:
+        self._handed_back.labels(self._label(namespace)).inc()
+
+    def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
+        label = self._label(namespace)
+        self._outcomes.labels(label, result.outcome.value).inc()
         if result.outcome is Outcome.DELETED and result.info is not None:
             component = result.info.ledger_component.value
             ledger_type = result.info.ledger_type.value
-            self.deleted.labels(label, component, ledger_type).inc()
-            self.latency.labels(component, ledger_type).observe(seconds)
+            self._deleted.labels(label, component, ledger_type).inc()
+            self._latency.labels(component, ledger_type).observe(seconds)
+
+    def on_drained(self, namespace: NamespaceName, outcome: Outcome) -> None:
+        self._drained.labels(self._label(namespace), outcome.value).inc()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.clock import EpochSeconds
 from deletion.domain.message_properties import delay_ms
+from deletion.domain.topics import NamespaceName
 
 
 class ReceivedMessage(Protocol):
@@ -41,3 +43,14 @@ def not_before_seconds(
     delay = delay_ms(message.properties())
     delay_seconds = max(floor_delay_seconds, 0.0 if delay is None else delay / 1000.0)
     return EpochSeconds(message.publish_timestamp() / 1000.0 + delay_seconds + clock_skew_seconds)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A received message, the consumer that acks it, and what is worked out once on arrival:
+    the namespace whose deletion topic it came from and when it may be acted on."""
+
+    consumer: Acknowledger
+    message: ReceivedMessage
+    namespace: NamespaceName
+    due: EpochSeconds

@@ -8,44 +8,23 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pulsar
 import structlog
 
 from consumers.early import EarlyDeliveryGate
-from consumers.handler import DeletionHandler, HandlingResult
-from consumers.metrics import WorkerMetrics
+from consumers.handler import DeletionHandler
+from consumers.observer import Observer, Observers, WorkerStats
+from consumers.received import Arrival
 from core.errors import JanitorError
-from deletion.domain.topics import SUBSCRIPTION, NamespaceName, namespace_of_deletion_topic
+from deletion.domain.topics import SUBSCRIPTION, NamespaceName
 from transport.schema import subscribe
 
 log = structlog.get_logger(__name__)
 # How often idle threads look up from their queue to see whether the worker is stopping.
 POLL_SECONDS = 0.2
-
-
-@dataclass
-class WorkerStats:
-    received: int = 0
-    held_early: int = 0
-    handed_back: int = 0
-    outcomes: dict[str, int] = field(default_factory=dict)
-
-    def count(self, outcome: str) -> None:
-        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
-
-    def summary(self) -> dict[str, int]:
-        return {
-            "received": self.received,
-            "held_early": self.held_early,
-            "handed_back": self.handed_back,
-            **self.outcomes,
-        }
-
-
-Due = tuple[Any, Any]  # (consumer, received message)
 
 
 @dataclass(frozen=True)
@@ -66,26 +45,22 @@ class DeletionWorker:
         namespaces: Callable[[], Iterable[NamespaceName]],
         settings: WorkerSettings,
         clock: Callable[[], float] = time.time,
-        on_result: Callable[[HandlingResult], None] | None = None,
-        metrics: WorkerMetrics | None = None,
+        observers: Iterable[Observer] = (),
     ) -> None:
         self._client = client
-        self._metrics = metrics
-        if metrics is not None:
-            metrics.watch_cache(handler.in_use)
         self._handler = handler
         self._namespaces = namespaces
         self._settings = settings
         self._clock = clock
-        self._on_result = on_result
+        self.stats = WorkerStats()
+        self._observer = Observers([self.stats, *observers])
         self._consumers: dict[NamespaceName, Any] = {}
-        self._gate: EarlyDeliveryGate[Due] = EarlyDeliveryGate(settings.max_held_early)
+        self._gate: EarlyDeliveryGate[Arrival] = EarlyDeliveryGate(settings.max_held_early)
         # Bounded: a full queue blocks the listener, and so the broker's deliveries.
-        self._due: queue.Queue[Due] = queue.Queue(settings.parallelism * settings.batch_size)
+        self._due: queue.Queue[Arrival] = queue.Queue(settings.parallelism * settings.batch_size)
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
-        self.stats = WorkerStats()
 
     def start(self) -> None:
         self.refresh_subscriptions()
@@ -153,25 +128,19 @@ class DeletionWorker:
     def _on_message(self, consumer: Any, received: Any) -> None:
         if self._stopping.is_set():
             return  # left unacked: the broker redelivers it once we close
-        with self._lock:
-            self.stats.received += 1
-        if self._metrics:
-            self._metrics.received.labels(self._namespace_label(received)).inc()
-        due = self._handler.due(received)
-        if due > self._clock():
-            with self._lock:
-                self.stats.held_early += 1
-            if self._metrics:
-                self._metrics.held_early.labels(self._namespace_label(received)).inc()
-            if not self._gate.hold(due, (consumer, received)):
-                self._hand_back(consumer, received)
+        arrival = self._handler.arrival(consumer, received)
+        self._observer.on_received(arrival.namespace)
+        if arrival.due > self._clock():
+            self._observer.on_held_early(arrival.namespace)
+            if not self._gate.hold(arrival.due, arrival):
+                self._hand_back(arrival)
             return
-        self._dispatch(consumer, received)
+        self._dispatch(arrival)
 
-    def _dispatch(self, consumer: Any, received: Any) -> None:
+    def _dispatch(self, arrival: Arrival) -> None:
         while not self._stopping.is_set():  # once stopping, it is left unacked
             try:
-                self._due.put((consumer, received), timeout=POLL_SECONDS)
+                self._due.put(arrival, timeout=POLL_SECONDS)
                 return
             except queue.Full:
                 continue
@@ -182,7 +151,7 @@ class DeletionWorker:
             if batch:
                 self._process(batch)
 
-    def _next_batch(self) -> list[Due]:
+    def _next_batch(self) -> list[Arrival]:
         """What is waiting, up to a batch; waits a moment for the first only."""
         try:
             batch = [self._due.get(timeout=POLL_SECONDS)]
@@ -195,53 +164,40 @@ class DeletionWorker:
                 break
         return batch
 
-    def _process(self, batch: Sequence[Due]) -> None:
+    def _process(self, batch: Sequence[Arrival]) -> None:
         started = time.monotonic()
         try:
             results = self._handler.handle_batch(batch)
         except Exception:  # a bug, not an outcome: nothing was acked, so all go back
             log.exception("handling a batch failed; handing it back", size=len(batch))
-            for consumer, received in batch:
-                self._hand_back(consumer, received, "handling the batch failed")
+            for arrival in batch:
+                self._hand_back(arrival, "handling the batch failed")
             return
         seconds = time.monotonic() - started
-        for (consumer, received), result in zip(batch, results, strict=True):
+        for arrival, result in zip(batch, results, strict=True):
             if isinstance(result, Exception):
-                self._hand_back(consumer, received, str(result))
-                continue
-            with self._lock:
-                self.stats.count(result.outcome.value)
-            if self._metrics:
-                namespace = namespace_of_deletion_topic(received.topic_name())
-                self._metrics.handled(namespace, result, seconds)
-            if self._on_result is not None:
-                self._on_result(result)
+                self._hand_back(arrival, str(result))
+            else:
+                self._observer.on_handled(arrival.namespace, result, seconds)
 
-    def _namespace_label(self, received: Any) -> str:
-        assert self._metrics is not None
-        return self._metrics.namespace(namespace_of_deletion_topic(received.topic_name()))
-
-    def _hand_back(self, consumer: Any, received: Any, failure: str | None = None) -> None:
+    def _hand_back(self, arrival: Arrival, failure: str | None = None) -> None:
         """Redeliver later. A message whose handling failed goes to the archive instead once
         redelivered too often; one refused for want of room (no `failure`) never does."""
-        with self._lock:
-            self.stats.handed_back += 1
-        if self._metrics:
-            self._metrics.handed_back.labels(self._namespace_label(received)).inc()
+        archived = False
         try:
             if failure is None:
-                consumer.negative_acknowledge(received)
-            elif self._handler.hand_back(consumer, received, failure) is not None:
-                with self._lock:
-                    self.stats.count("archived")
+                arrival.consumer.negative_acknowledge(arrival.message)
+            else:
+                archived = self._handler.hand_back(arrival, failure) is not None
         except pulsar.PulsarException as exc:
             log.warning("negative ack failed; redelivered on reconnect", error=str(exc))
+        self._observer.on_handed_back(arrival.namespace, archived)
 
     def _release_due(self) -> None:
         while not self._stopping.is_set():
             self._gate.wait_next(self._clock, max_wait=0.5)
-            for consumer, received in self._gate.pop_due(self._clock()):
-                self._dispatch(consumer, received)
+            for arrival in self._gate.pop_due(self._clock()):
+                self._dispatch(arrival)
 
     def stop(self, timeout: float = 30.0) -> None:
         """Finish in-flight messages, leave the rest unacked for redelivery, then close."""

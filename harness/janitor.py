@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config import ServiceConfiguration
-from consumers.handler import HandlingResult, Outcome
+from consumers.observer import Observer
 from consumers.worker import DeletionWorker
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.domain.outcome import Outcome, Result
 from deletion.domain.ports import LedgerStorage, MetadataStore
+from deletion.domain.topics import NamespaceName
 from deletion.wire import bookkeeper_metadata as bk
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 from ledger_janitor.wiring import Sidecar, open_sidecar
@@ -56,22 +58,23 @@ class Backend:
 
 
 @dataclass
-class Recorder:
+class Recorder(Observer):
     """Collects handling results from worker threads; tests wait on conditions, not clocks."""
 
-    results: list[HandlingResult] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     _changed: threading.Condition = field(default_factory=threading.Condition)
 
-    def __call__(self, result: HandlingResult) -> None:
+    def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
+        self.record(result)
+
+    def record(self, result: Result) -> None:
         with self._changed:
             self.results.append(result)
             self.times.append(time.time())
             self._changed.notify_all()
 
-    def wait_for(
-        self, predicate: Callable[[list[HandlingResult]], bool], timeout: float = 30.0
-    ) -> None:
+    def wait_for(self, predicate: Callable[[list[Result]], bool], timeout: float = 30.0) -> None:
         with self._changed:
             if not self._changed.wait_for(lambda: predicate(self.results), timeout):
                 raise AssertionError(
@@ -139,7 +142,9 @@ class JanitorFactory:
         return sidecar
 
     def worker(self, recorder: Recorder, **overrides: object) -> DeletionWorker:
-        worker = self.sidecar(**overrides).worker(on_result=recorder, refresh_interval_seconds=0.2)
+        worker = self.sidecar(**overrides).worker(
+            observers=[recorder], refresh_interval_seconds=0.2
+        )
         worker.start()
         self._workers.append(worker)
         return worker

@@ -15,7 +15,6 @@ from rich.table import Table
 from consumers.archive import (
     ArchivedMessage,
     DrainFilter,
-    Settled,
     discover_archive_namespaces,
     list_archive,
 )
@@ -175,6 +174,3 @@ def drain_command(
     plain_console().print(
         ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "nothing to drain"
     )
-
-
-__all__ = ["Settled", "archive_app"]

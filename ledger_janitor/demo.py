@@ -22,10 +22,11 @@ from rich.table import Table
 from rich.text import Text
 
 from config import ServiceConfiguration
-from consumers.handler import HandlingResult, Outcome
+from consumers.observer import Observer
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
 from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
 from deletion.domain.message import LedgerComponent, encode
+from deletion.domain.outcome import Outcome, Result
 from deletion.domain.topics import NamespaceName, TopicName
 from ledger_janitor.embedded import EmbeddedBroker
 from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending
@@ -105,17 +106,18 @@ def _run(sidecar: Sidecar, console: Console, started: float) -> dict[str, Any]:
     console.print(f"seeded {len(seeded)} topics, {len(sidecar.ledgers.ledger_ids())} ledgers")
     expected = _phase_one(sidecar, seeder, seeded)
     console.print(f"phase one: {expected} messages enqueued (delay 2 s)")
-    results: list[HandlingResult] = []
+    results: list[Result] = []
     done = threading.Event()
     lock = threading.Lock()
 
-    def record(result: HandlingResult) -> None:
-        with lock:
-            results.append(result)
-            if sum(r.outcome in TERMINAL for r in results) >= expected:
-                done.set()
+    class Record(Observer):
+        def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
+            with lock:
+                results.append(result)
+                if sum(r.outcome in TERMINAL for r in results) >= expected:
+                    done.set()
 
-    worker = sidecar.worker(on_result=record, refresh_interval_seconds=0.5)
+    worker = sidecar.worker(observers=[Record()], refresh_interval_seconds=0.5)
     worker.start()
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("phase two", total=expected)
@@ -130,7 +132,7 @@ def _run(sidecar: Sidecar, console: Console, started: float) -> dict[str, Any]:
 def _report(
     sidecar: Sidecar,
     seeded: list[SeededTopic],
-    results: list[HandlingResult],
+    results: list[Result],
     expected: int,
     console: Console,
     started: float,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,8 +12,9 @@ import pulsar
 
 from config import ServiceConfiguration
 from consumers.archive import ArchiveDrain
-from consumers.handler import DeletionHandler, HandlingResult
+from consumers.handler import DeletionHandler
 from consumers.metrics import WorkerMetrics
+from consumers.observer import Observer
 from consumers.reconsume import Reconsumer, RetryPolicy
 from consumers.worker import DeletionWorker, WorkerSettings
 from core.clock import WallClock, wall_clock
@@ -108,7 +109,7 @@ class Sidecar:
     def worker(
         self,
         clock: WallClock = wall_clock,
-        on_result: Callable[[HandlingResult], None] | None = None,
+        observers: Iterable[Observer] = (),
         refresh_interval_seconds: float = 10.0,
         metrics: WorkerMetrics | None = None,
     ) -> DeletionWorker:
@@ -120,9 +121,10 @@ class Sidecar:
             refresh_interval_seconds=refresh_interval_seconds,
         )
         handler = self.handler(clock)
-        return DeletionWorker(
-            self.client, handler, self.namespaces, settings, clock, on_result, metrics
-        )
+        if metrics is not None:  # the metrics read the cache the handler was built with
+            metrics.watch_cache(handler.in_use)
+            observers = [*observers, metrics]
+        return DeletionWorker(self.client, handler, self.namespaces, settings, clock, observers)
 
     def metadata_reachable(self) -> tuple[bool, str]:
         if isinstance(self.metadata, ZooKeeperMetadataStore) and not self.metadata.client.connected:

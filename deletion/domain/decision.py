@@ -1,4 +1,6 @@
-"""What to do with a pending deletion, as pure functions of what is known."""
+"""What may be done with a pending deletion, as pure functions of what is known.
+
+A `Verdict` says only what the decision is; what was then done is an `Outcome` (outcome.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,9 @@ from deletion.domain.topics import NamespaceName, TopicName
 
 
 class Verdict(Enum):
-    DELETE = "delete"
-    ALREADY_GONE = "already_gone"
-    RECONSUME = "reconsume"
-    ARCHIVE = "archive"
+    SAFE_TO_DELETE = "safe_to_delete"
+    NOT_YET = "not_yet"  # referenced, unknown or too young: check again later
+    REFUSED = "refused"  # never on this message (not its namespace, not its ledger): archive it
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Decision:
     # The ledger is known to be referenced (not merely unknown or stale): retrying soon
     # cannot help, which is what an archive drain wants to know.
     referenced: bool = False
-    # DELETE only once the ledger proves old enough (`decide_age`): the snapshot alone
+    # SAFE_TO_DELETE only once the ledger proves old enough (`decide_age`): the snapshot alone
     # cannot vouch for it.
     needs_age: bool = False
 
@@ -63,20 +64,22 @@ def decide_in_use(
     ledger_id, topic = info.ledger_id, info.topic_name
     if ledger_id in snapshot.ledger_ids:
         return Decision(
-            Verdict.RECONSUME, f"ledger {ledger_id} is still referenced by {topic}", referenced=True
+            Verdict.NOT_YET, f"ledger {ledger_id} is still referenced by {topic}", referenced=True
         )
     if snapshot.fetched_at < due:
         return Decision(
-            Verdict.RECONSUME, f"in-use snapshot of {topic} predates the message's due time"
+            Verdict.NOT_YET, f"in-use snapshot of {topic} predates the message's due time"
         )
     largest = snapshot.largest
     if not info.check_ledger_still_in_use or (largest is not None and ledger_id <= largest):
-        return Decision(Verdict.DELETE, f"ledger {ledger_id} is no longer referenced by {topic}")
+        return Decision(
+            Verdict.SAFE_TO_DELETE, f"ledger {ledger_id} is no longer referenced by {topic}"
+        )
     if not snapshot.exists:
         why = f"topic {topic} has no managed ledger"
     else:
         why = f"ledger {ledger_id} is newer than every ledger {topic} references ({largest})"
-    return Decision(Verdict.DELETE, why, needs_age=True)
+    return Decision(Verdict.SAFE_TO_DELETE, why, needs_age=True)
 
 
 def decide_age(
@@ -93,45 +96,49 @@ def decide_age(
     happened long before the snapshot, which would have shown it. An unknown age is not old.
     """
     if created_ms is None:
-        return Decision(Verdict.RECONSUME, f"the age of ledger {ledger_id} is unknown")
+        return Decision(Verdict.NOT_YET, f"the age of ledger {ledger_id} is unknown")
     age = now - created_ms / 1000.0 - margins.clock_skew
     if age < margins.min_ledger_age:
         return Decision(
-            Verdict.RECONSUME,
+            Verdict.NOT_YET,
             f"ledger {ledger_id} is too young ({max(age, 0.0):.0f}s of "
             f"{margins.min_ledger_age:.0f}s) to delete on a snapshot that cannot vouch for it",
         )
-    return Decision(Verdict.DELETE, f"ledger {ledger_id} is unreferenced and {age:.0f}s old")
+    return Decision(
+        Verdict.SAFE_TO_DELETE, f"ledger {ledger_id} is unreferenced and {age:.0f}s old"
+    )
 
 
 def check_namespace(info: PendingDeleteLedgerInfo, arrived_in: NamespaceName) -> Decision | None:
-    """A deletion topic may only name topics of its own namespace: tenants stay isolated."""
+    """A deletion topic may only name topics of its own namespace: tenants stay isolated.
+    A refusal, or None when it does."""
     if info.topic_name.namespace != arrived_in:
         return Decision(
-            Verdict.ARCHIVE,
+            Verdict.REFUSED,
             f"topic {info.topic_name} is outside namespace {arrived_in} of the deletion topic",
         )
     return None
 
 
-def check_ownership(info: PendingDeleteLedgerInfo, record: LedgerRecord) -> Decision:
-    """The ledger's own custom metadata, written by Pulsar, must name the message's topic."""
+def check_ownership(info: PendingDeleteLedgerInfo, record: LedgerRecord) -> Decision | None:
+    """The ledger's own custom metadata, written by Pulsar, must name the message's topic.
+    A refusal, or None when it does."""
     expected = expected_metadata(info.topic_name, info.ledger_component)
     for key, value in expected.items():
         actual = record.metadata_text(key)
         if actual != value:
             return Decision(
-                Verdict.ARCHIVE,
+                Verdict.REFUSED,
                 f"ledger {info.ledger_id} metadata {key}={actual!r}, expected {value!r}",
             )
     is_cursor = record.metadata_text("pulsar/cursor") is not None
     if is_cursor != (info.ledger_component is LedgerComponent.MANAGED_CURSOR):
         return Decision(
-            Verdict.ARCHIVE,
+            Verdict.REFUSED,
             f"ledger {info.ledger_id} is {'a' if is_cursor else 'not a'} cursor ledger, "
             f"but the message says {info.ledger_component.value}",
         )
-    return Decision(Verdict.DELETE, f"ledger {info.ledger_id} belongs to {info.topic_name}")
+    return None
 
 
 def expected_metadata(topic: TopicName, component: LedgerComponent) -> dict[str, str]:

@@ -29,12 +29,17 @@ from deletion.domain.decision import (
 from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.message import LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.offload_port import OffloadStorage, UnsupportedOffloadDriverError
+from deletion.domain.outcome import Outcome, Result
 from deletion.domain.ports import Deletion, LedgerRecord, LedgerStorage
 from deletion.domain.topics import NamespaceName
 from deletion.wire.offload_context import IncompleteOffloadError
 
 V = TypeVar("V")
 Record = LedgerRecord | None | JanitorError
+# What became of a candidate: the deleter's Result when it settled it, or else the decision
+# not to delete it now (NOT_YET or REFUSED), for the caller to act on.
+Ruling = Decision | Result
+SAFE = Verdict.SAFE_TO_DELETE
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,7 @@ class Candidate:
 
 def _unknown(exc: JanitorError) -> Decision:
     # Unknown is never "not in use": try again later.
-    return Decision(Verdict.RECONSUME, f"cannot tell whether it is in use: {exc}")
+    return Decision(Verdict.NOT_YET, f"cannot tell whether it is in use: {exc}")
 
 
 class LedgerDeleter:
@@ -68,35 +73,42 @@ class LedgerDeleter:
         self._margins = margins or SafetyMargins()
         self._clock = clock
 
-    def decide(self, batch: Sequence[Candidate], dry_run: bool = False) -> list[Decision]:
-        """Check each, and delete those that are safe to (unless `dry_run`); each verdict
-        says what happened to its candidate."""
-        decisions = [self._checked(candidate) for candidate in batch]
-        ready = [i for i, decision in enumerate(decisions) if decision.verdict is Verdict.DELETE]
+    def decide(self, batch: Sequence[Candidate], dry_run: bool = False) -> list[Ruling]:
+        """Check each, and delete those that are safe to (unless `dry_run`): a Result says
+        what was done (DELETED, ALREADY_GONE, or in a dry run WOULD_DELETE); a Decision,
+        that it is not to be deleted now."""
+        checked = [self._checked(candidate) for candidate in batch]
+        rulings: list[Ruling] = list(checked)
+        ready = [i for i, decision in enumerate(checked) if decision.verdict is SAFE]
         records = self._read([batch[i].info.ledger_id for i in ready])
         versions: dict[int, int] = {}
         deleting: dict[int, list[int]] = {}  # ledger id -> the candidates it settles
         for i in ready:
             info = batch[i].info
             record = records[info.ledger_id]
-            decisions[i] = self._cleared(info, record, decisions[i])
-            if decisions[i].verdict is not Verdict.DELETE:
+            cleared = self._cleared(info, record, checked[i])
+            rulings[i] = cleared
+            if cleared.verdict is not SAFE:
                 continue
             if info.ledger_type is LedgerType.OFFLOAD_LEDGER:
-                decisions[i] = self._delete_offloaded(info, dry_run)
+                rulings[i] = self._delete_offloaded(info, dry_run)
             elif not isinstance(record, LedgerRecord):  # cleared, so it is gone
-                decisions[i] = _deleted(info, Deletion.GONE)
-            elif not dry_run:
+                rulings[i] = _deleted(info, Deletion.GONE)
+            elif dry_run:
+                rulings[i] = Result(Outcome.WOULD_DELETE, cleared.reason, info)
+            else:
                 versions[info.ledger_id] = record.version
                 deleting.setdefault(info.ledger_id, []).append(i)
-        outcomes = self._delete(versions)
+        deletions = self._delete(versions)
         for ledger_id, settled in deleting.items():
             first, *duplicates = settled
-            decisions[first] = _deleted(batch[first].info, outcomes[ledger_id])
-            gone = decisions[first].verdict is Verdict.DELETE
-            for i in duplicates:  # the same ledger twice in one batch: deleted once
-                decisions[i] = _deleted(batch[i].info, Deletion.GONE) if gone else decisions[first]
-        return decisions
+            deletion = deletions[ledger_id]
+            rulings[first] = _deleted(batch[first].info, deletion)
+            if deletion is Deletion.DELETED:  # the same ledger twice in one batch: deleted once
+                deletion = Deletion.GONE
+            for i in duplicates:
+                rulings[i] = _deleted(batch[i].info, deletion)
+        return rulings
 
     def _checked(self, candidate: Candidate) -> Decision:
         info = candidate.info
@@ -104,7 +116,7 @@ class LedgerDeleter:
         if refused is not None:
             return refused
         if info.ledger_type is LedgerType.OFFLOAD_LEDGER and self._offload is None:
-            return Decision(Verdict.ARCHIVE, "no offload storage is configured for OFFLOAD_LEDGER")
+            return Decision(Verdict.REFUSED, "no offload storage is configured for OFFLOAD_LEDGER")
         try:
             return self._in_use_decision(info, candidate.not_before)
         except JanitorError as exc:
@@ -123,15 +135,17 @@ class LedgerDeleter:
         if isinstance(record, JanitorError):
             return _unknown(record)
         if record is not None:
-            owned = check_ownership(info, record)
-            if owned.verdict is not Verdict.DELETE:
-                return owned
+            refused = check_ownership(info, record)
+            if refused is not None:
+                return refused
         if not ruling.needs_age:
             return ruling
         if record is None:
             # BookKeeper metadata gone: the ledger can no longer be opened, so no broker can
             # ever record it, whatever its age (what is left is at most an offloaded copy).
-            return Decision(Verdict.DELETE, f"ledger {info.ledger_id} is gone from BookKeeper")
+            return Decision(
+                Verdict.SAFE_TO_DELETE, f"ledger {info.ledger_id} is gone from BookKeeper"
+            )
         return decide_age(info.ledger_id, record.ctime_ms, self._clock(), self._margins)
 
     def _read(self, ledger_ids: Sequence[int]) -> dict[int, Record]:
@@ -160,39 +174,38 @@ class LedgerDeleter:
                 results[ledger_id] = exc
         return results
 
-    def _delete_offloaded(self, info: PendingDeleteLedgerInfo, dry_run: bool) -> Decision:
+    def _delete_offloaded(self, info: PendingDeleteLedgerInfo, dry_run: bool) -> Ruling:
         """Delete the offloaded copy (a BookKeeper copy, if any, was checked like any
         ledger's); the offloaded objects must name this ledger and topic themselves."""
         offload, context = self._offload, info.ledger_info
         assert offload is not None and context is not None  # checked in _checked and decode
         if dry_run:
-            return Decision(Verdict.DELETE, f"offloaded ledger {info.ledger_id} may be deleted")
+            why = f"offloaded ledger {info.ledger_id} may be deleted"
+            return Result(Outcome.WOULD_DELETE, why, info)
         name = info.topic_name.managed_ledger_name
         try:
             deleted = self._retry.call(
                 lambda: offload.delete_offloaded(info.ledger_id, context, name)
             )
         except IncompleteOffloadError as exc:
-            return Decision(Verdict.RECONSUME, f"offload still in progress: {exc}")
+            return Decision(Verdict.NOT_YET, f"offload still in progress: {exc}")
         except (DecodeError, UnsupportedOffloadDriverError, OffloadOwnershipError) as exc:
-            return Decision(Verdict.ARCHIVE, f"cannot delete offloaded ledger: {exc}")
+            return Decision(Verdict.REFUSED, f"cannot delete offloaded ledger: {exc}")
         except JanitorError as exc:
             return _unknown(exc)
         if not deleted:
-            return Decision(
-                Verdict.ALREADY_GONE, f"offloaded ledger {info.ledger_id} is already gone"
-            )
-        return Decision(
-            Verdict.DELETE, f"deleted offloaded ledger {info.ledger_id} of {info.topic_name}"
-        )
+            why = f"offloaded ledger {info.ledger_id} is already gone"
+            return Result(Outcome.ALREADY_GONE, why, info)
+        why = f"deleted offloaded ledger {info.ledger_id} of {info.topic_name}"
+        return Result(Outcome.DELETED, why, info)
 
 
-def _deleted(info: PendingDeleteLedgerInfo, outcome: Deletion | JanitorError) -> Decision:
+def _deleted(info: PendingDeleteLedgerInfo, deletion: Deletion | JanitorError) -> Ruling:
     ledger_id = info.ledger_id
-    if isinstance(outcome, JanitorError):
-        return _unknown(outcome)
-    if outcome is Deletion.CHANGED:
-        return Decision(Verdict.RECONSUME, f"ledger {ledger_id} changed while deleting")
-    if outcome is Deletion.GONE:
-        return Decision(Verdict.ALREADY_GONE, f"ledger {ledger_id} is already gone")
-    return Decision(Verdict.DELETE, f"deleted ledger {ledger_id} of {info.topic_name}")
+    if isinstance(deletion, JanitorError):
+        return _unknown(deletion)
+    if deletion is Deletion.CHANGED:
+        return Decision(Verdict.NOT_YET, f"ledger {ledger_id} changed while deleting")
+    if deletion is Deletion.GONE:
+        return Result(Outcome.ALREADY_GONE, f"ledger {ledger_id} is already gone", info)
+    return Result(Outcome.DELETED, f"deleted ledger {ledger_id} of {info.topic_name}", info)

@@ -10,12 +10,12 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from config import ServiceConfiguration
-from consumers.handler import Outcome
 from core.clock import EpochSeconds
 from core.errors import ConfigurationError, TransientLedgerStorageError
 from deletion.adapters.ledgers.bookie_http import BookieHttpLedgerStorage
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.opening import open_in_use_source
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName, java_url_encode
 from deletion.wire.bookkeeper_metadata import ledger_path
 from harness.http import serving

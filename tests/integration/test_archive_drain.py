@@ -6,11 +6,12 @@ import threading
 
 import pulsar
 
-from consumers.archive import DrainFilter, Settled, list_archive
+from consumers.archive import DrainFilter, list_archive
 from deletion.domain import message
 from deletion.domain import message_properties as props
 from deletion.domain.decision import pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent, PendingDeleteLedgerInfo
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory
 from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending
@@ -53,13 +54,36 @@ def test_filters_and_limit_settle_only_what_they_select(
 
     by_component = drain.drain(namespace, DrainFilter(component="managed_cursor"), dry_run=False)
     assert [(a.info.ledger_id, o) for a, o, _ in by_component if a.info] == [
-        (old_cursor, Settled.DELETED)
+        (old_cursor, Outcome.DELETED)
     ]
     by_reason = drain.drain(namespace, DrainFilter(reason="TIMEOUT", limit=2), dry_run=False)
-    assert [o for _, o, _ in by_reason] == [Settled.DELETED] * 2
+    assert [o for _, o, _ in by_reason] == [Outcome.DELETED] * 2
     left = list_archive(sidecar.client, namespace)
     assert len(left) == 1 and left[0].reason == "gave up: timeout"
     assert sum(janitor.backend.exists(i) for i in released) == 1
+
+
+def test_a_ledger_already_gone_is_reported_as_such_not_as_deleted(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    seeder, seeded = _seed(janitor, namespace, ledgers=3)
+    freed, gone = seeded.ledgers[:2]
+    seeder.release(seeded, [freed, gone])
+    janitor.backend.ledgers.delete_ledger(gone)  # by someone else, before the drain
+    sidecar = janitor.sidecar()
+    _archive(sidecar, [pending(seeded.topic, i) for i in (freed, gone)], "gave up: timeout")
+    drain = sidecar.archive_drain()
+    dry = drain.drain(namespace, DrainFilter(), dry_run=True)
+    assert sorted((a.info.ledger_id, o) for a, o, _ in dry if a.info) == [
+        (freed, Outcome.WOULD_DELETE),
+        (gone, Outcome.ALREADY_GONE),
+    ]
+    settled = drain.drain(namespace, DrainFilter(), dry_run=False)
+    assert sorted((a.info.ledger_id, o, why) for a, o, why in settled if a.info) == [
+        (freed, Outcome.DELETED, f"deleted ledger {freed} of {seeded.topic}"),
+        (gone, Outcome.ALREADY_GONE, f"ledger {gone} is already gone"),
+    ]
+    assert not janitor.backend.exists(freed)
 
 
 def test_unknown_or_stale_is_requeued_with_a_fresh_attempt_count(
@@ -78,7 +102,7 @@ def test_unknown_or_stale_is_requeued_with_a_fresh_attempt_count(
         initial_position=pulsar.InitialPosition.Earliest,
     )
     settled = sidecar.archive_drain().drain(namespace, DrainFilter(), dry_run=False)
-    assert [(o, "too young" in why) for _, o, why in settled] == [(Settled.REQUEUED, True)]
+    assert [(o, "too young" in why) for _, o, why in settled] == [(Outcome.REQUEUED, True)]
     requeued = peek.receive(10_000)
     assert message.decode(requeued.data()).ledger_id == newer
     assert props.RECONSUME_TIMES not in requeued.properties()
@@ -95,7 +119,7 @@ def test_two_drains_at_once_settle_each_message_once(
     seeder.release(seeded, released)
     sidecar = janitor.sidecar()
     _archive(sidecar, [pending(seeded.topic, i) for i in released], "gave up: timeout")
-    results: list[list[tuple[object, Settled, str]]] = [[], []]
+    results: list[list[tuple[object, Outcome, str]]] = [[], []]
 
     def drain(slot: int) -> None:
         results[slot] = sidecar.archive_drain().drain(namespace, DrainFilter(), dry_run=False)  # type: ignore[assignment]

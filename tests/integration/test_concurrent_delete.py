@@ -41,7 +41,7 @@ def test_two_workers_with_duplicate_messages_delete_once(
     # One client for both: pulsar-lite refuses a second connection's consumer whose
     # per-connection id collides with another's. Each worker has its own cache and consumers.
     sidecar = janitor.sidecar()
-    workers = [sidecar.worker(on_result=recorder, refresh_interval_seconds=0.2) for _ in range(2)]
+    workers = [sidecar.worker(observers=[recorder], refresh_interval_seconds=0.2) for _ in range(2)]
     for worker in workers:
         worker.start()
     try:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from consumers.handler import Outcome
+from deletion.domain.outcome import Outcome
 from deletion.domain.ports import ANY_VERSION, LedgerRecord, LedgerStorage, MetadataStore, Node
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
@@ -107,7 +107,7 @@ def _crash_then_recover(
     crashing = janitor.sidecar()
     _arm(crashing, step, trap)
     enqueue(janitor.sidecar())
-    worker = crashing.worker(on_result=first, refresh_interval_seconds=0.2)
+    worker = crashing.worker(observers=[first], refresh_interval_seconds=0.2)
     worker.start()
     assert trap.sprung.wait(30), f"the crash at {step} never happened"
     worker.stop()  # the crashed handling never acked: the broker redelivers

@@ -10,9 +10,9 @@ from typing import Any
 import boto3
 import pytest
 
-from consumers.handler import Outcome
 from deletion.adapters.offload import java_uuid, offload_context
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
 from harness.offload_objects import base_metadata, plant_mapfile, plant_s3

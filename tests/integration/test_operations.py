@@ -12,9 +12,9 @@ import httpx
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from consumers.archive import DrainFilter, Settled, list_archive
-from consumers.handler import Outcome
+from consumers.archive import DrainFilter, list_archive
 from consumers.metrics import WorkerMetrics
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
 from harness.process import start_sidecar, stop_sidecar, wait_until
@@ -71,7 +71,7 @@ def test_archive_list_and_drain_with_metrics(
 
         registry, recorder = CollectorRegistry(), Recorder()
         metrics = WorkerMetrics(registry)
-        worker = sidecar.worker(on_result=recorder, refresh_interval_seconds=0.2, metrics=metrics)
+        worker = sidecar.worker(observers=[recorder], refresh_interval_seconds=0.2, metrics=metrics)
         worker.start()
         endpoint = OperationsEndpoint(
             registry, worker.live, worker.connected, "127.0.0.1", free_port()
@@ -118,9 +118,9 @@ def test_archive_list_and_drain_with_metrics(
         drained = sidecar.archive_drain(metrics=metrics).drain(namespace, DrainFilter(), False)
         outcomes = {a.info.ledger_id if a.info else None: o for a, o, _ in drained}
         assert outcomes == {
-            late: Settled.DELETED,
-            kept: Settled.REARCHIVED,
-            None: Settled.REARCHIVED,
+            late: Outcome.DELETED,
+            kept: Outcome.REARCHIVED,
+            None: Outcome.REARCHIVED,
         }
         assert not backend.exists(late) and backend.exists(kept)
         again = {

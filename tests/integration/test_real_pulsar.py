@@ -18,12 +18,12 @@ import pulsar
 import pytest
 
 from config import ServiceConfiguration, parse_store_url
-from consumers.archive import DrainFilter, Settled
-from consumers.handler import Outcome
+from consumers.archive import DrainFilter
 from deletion.adapters.admin_api import AdminApiInUseLedgers
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Recorder
 from ledger_janitor.seeding import pending
@@ -99,7 +99,7 @@ def test_a_referenced_real_ledger_is_never_deleted_and_lands_in_the_archive(
     before = time.time()
     sidecar.phase_one.enqueue([pending(topic, current)])
     recorder = Recorder()
-    worker = sidecar.worker(on_result=recorder, refresh_interval_seconds=0.5)
+    worker = sidecar.worker(observers=[recorder], refresh_interval_seconds=0.5)
     worker.start()
     try:
         recorder.wait_for(lambda rs: Outcome.ARCHIVED in recorder.of(current), timeout=90)
@@ -112,4 +112,4 @@ def test_a_referenced_real_ledger_is_never_deleted_and_lands_in_the_archive(
 
     drained = sidecar.archive_drain().drain(NAMESPACE, DrainFilter(), dry_run=True)
     mine = [(a, o, r) for a, o, r in drained if a.info and a.info.ledger_id == current]
-    assert mine and mine[0][1] is Settled.WOULD_REARCHIVE and "still referenced" in mine[0][2]
+    assert mine and mine[0][1] is Outcome.WOULD_REARCHIVE and "still referenced" in mine[0][2]

@@ -21,7 +21,6 @@ import pulsar
 import pytest
 
 from consumers.archive import archive_consumer, list_archive
-from consumers.handler import Outcome
 from core.errors import DecodeError
 from deletion.domain import message
 from deletion.domain.message import (
@@ -31,6 +30,7 @@ from deletion.domain.message import (
     LedgerType,
     PendingDeleteLedgerInfo,
 )
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder, sqlite_backend
 from harness.schema_broker import AVRO, SchemaBroker, pb, schema_broker, version_bytes

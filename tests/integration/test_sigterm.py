@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from consumers.handler import Outcome
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
 from harness.process import start_sidecar, stop_sidecar, wait_until

@@ -7,10 +7,10 @@ import time
 import pulsar
 import pytest
 
-from consumers.handler import Outcome
 from core.errors import EnqueueError
 from deletion.domain import message_properties as props
 from deletion.domain.message import LedgerComponent, encode
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
 from tests.reliability.oracle import GroundTruth, ml_path, pending

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pulsar
 
-from consumers.handler import Outcome
 from consumers.worker import DeletionWorker
 from core.clock import EpochSeconds
+from deletion.domain.outcome import Outcome
 from deletion.domain.ports import ANY_VERSION, Deletion, LedgerRecord, LedgerStorage
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
@@ -87,7 +87,7 @@ def _gated_worker(
     gated = GatedStorage(sidecar.ledgers)
     sidecar.ledgers = gated
     recorder = Recorder()
-    worker = sidecar.worker(on_result=recorder, refresh_interval_seconds=0.2)
+    worker = sidecar.worker(observers=[recorder], refresh_interval_seconds=0.2)
     return gated, recorder, worker
 
 
@@ -174,7 +174,7 @@ def test_an_early_message_is_held_until_due_by_the_worker_clock(
         [pending(seeded.topic, target)], lambda: seeder.release(seeded, [target])
     )
     recorder = Recorder()
-    worker = sidecar.worker(clock=clock, on_result=recorder, refresh_interval_seconds=0.2)
+    worker = sidecar.worker(clock=clock, observers=[recorder], refresh_interval_seconds=0.2)
     worker.start()
     try:
         wait_until(lambda: worker.stats.held_early == 1, 15, "the message held by the gate")

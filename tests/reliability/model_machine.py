@@ -21,7 +21,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from consumers.handler import DeletionHandler, HandlingResult, Outcome
+from consumers.handler import DeletionHandler
+from consumers.received import Arrival
 from consumers.reconsume import Reconsumer, RetryPolicy
 from core.clock import EpochSeconds, MonotonicSeconds
 from core.errors import TransientBrokerError, TransientMetadataError
@@ -34,6 +35,7 @@ from deletion.domain.decision import SafetyMargins
 from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.message import LedgerComponent
 from deletion.domain.namespaces import NamespaceRegistry
+from deletion.domain.outcome import Outcome, Result
 from deletion.domain.topics import NamespaceName, TopicName
 from producers import PhaseOne
 from tests.reliability.model_world import (
@@ -263,16 +265,19 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     def _handle(self, worker: int, received: Message) -> None:
         try:
-            self._count(self.workers[worker].handle(Consumer(self.broker), received))
+            self._count(self.workers[worker].handle(self._arrival(worker, received)))
         except Crash:
             # The process died: the message stays unacked, a new worker (cold cache) starts.
             self.workers[worker] = self._worker(worker)
         except TransientBrokerError:
             pass  # a failed retry or archive send: handed back, still unacked
 
-    def _count(self, result: HandlingResult | Exception) -> None:
+    def _arrival(self, worker: int, received: Message) -> Arrival:
+        return self.workers[worker].arrival(Consumer(self.broker), received)
+
+    def _count(self, result: Result | Exception) -> None:
         """What a handling came to, for --hypothesis-show-statistics."""
-        if not isinstance(result, HandlingResult):
+        if not isinstance(result, Result):
             return
         why = next((name for key, name in CATEGORIES if key in result.reason), "")
         if result.outcome is Outcome.DELETED and result.info is not None:
@@ -313,7 +318,8 @@ class ProtocolMachine(RuleBasedStateMachine):
                 break
             self.clock.now += max(DELAY, TTL) + 1
             for received in list(self.broker.unacked.values()):
-                self._count(self.workers[received.n % 2].handle(Consumer(self.broker), received))
+                worker = received.n % 2
+                self._count(self.workers[worker].handle(self._arrival(worker, received)))
         assert not self.broker.unacked, "messages never settled"
         deleted = set(self.raw.deletions() or [])
         archived = {message.decode(m.payload).ledger_id for m in self.broker.archived}

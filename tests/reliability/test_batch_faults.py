@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from consumers.handler import HandlingResult, Outcome
 from deletion.domain.decision import pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent
+from deletion.domain.outcome import Outcome, Result
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Recorder
 from harness.process import wait_until
@@ -293,15 +293,17 @@ def test_ledger_changed_between_batch_read_and_batch_delete_is_not_deleted(
         rig.znodes.client.set(path, data)
 
     plan = Times(lambda r: r.op == "delete" and r.path == path, after(rewrite))
-    recorder = Recorder()
     seen: list[tuple[Outcome, str, bool]] = []
 
-    def observe(result: HandlingResult) -> None:
-        if result.info is not None and result.info.ledger_id == victim:
-            seen.append((result.outcome, result.reason, rig.znodes.client.exists(path) is not None))
-        recorder(result)
+    class Watching(Recorder):
+        def record(self, result: Result) -> None:
+            if result.info is not None and result.info.ledger_id == victim:
+                exists = rig.znodes.client.exists(path) is not None
+                seen.append((result.outcome, result.reason, exists))
+            super().record(result)
 
-    worker, client = rig.worker(plan, observe, SETTINGS, backlog=BACKLOG)
+    recorder = Watching()
+    worker, client = rig.worker(plan, recorder, SETTINGS, backlog=BACKLOG)
     try:
         rig.wait_gone(rig.released - {victim})
         ended = (Outcome.DELETED, Outcome.ALREADY_GONE, Outcome.ARCHIVED)

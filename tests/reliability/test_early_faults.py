@@ -28,11 +28,11 @@ from typing import Any
 
 import pytest
 
-from consumers.handler import Outcome
 from consumers.worker import DeletionWorker
 from core.clock import EpochSeconds
 from deletion.domain import message
 from deletion.domain.message_properties import DELAY_TIME
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Recorder
 from harness.process import wait_until

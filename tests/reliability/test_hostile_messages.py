@@ -16,8 +16,8 @@ from typing import Any
 import fastavro
 import pulsar
 
-from consumers.handler import Outcome
 from deletion.domain.message import MAX_MESSAGE_BYTES, SCHEMA
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
 from tests.reliability.oracle import GroundTruth

@@ -48,7 +48,7 @@ from tests.reliability.model_machine import (
     ProtocolMachine,
     Trim,
 )
-from tests.reliability.model_world import CRASH_STEPS, SKEW, Consumer, Crash, id_of, note, topic_of
+from tests.reliability.model_world import CRASH_STEPS, SKEW, Crash, id_of, note, topic_of
 from tests.reliability.oracle import ml_path, pending, schema_path
 from tests.reliability.support import scaled
 
@@ -299,7 +299,8 @@ class Protocol(ProtocolMachine):
         batch = data.draw(everything | st.lists(st.sampled_from(waiting), min_size=2, max_size=6))
         self.traps[worker].step = step
         try:
-            results = self.workers[worker].handle_batch([(Consumer(self.broker), m) for m in batch])
+            arrivals = [self._arrival(worker, m) for m in batch]
+            results = self.workers[worker].handle_batch(arrivals)
             for result in results:
                 self._count(result)
         except Crash:

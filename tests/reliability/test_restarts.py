@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient, KazooState
 
-from consumers.handler import Outcome
 from core.errors import EnqueueError
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Backend, JanitorFactory, Recorder, zookeeper_backend
 from harness.process import wait_until
@@ -137,7 +137,7 @@ def test_zookeeper_restart_mid_run(
         clients = [worker_side.metadata.client, worker_side.ledgers._store.client]  # type: ignore[attr-defined]
         states = [SessionStates(client) for client in clients]
         recorder = Recorder()
-        worker = worker_side.worker(on_result=recorder, refresh_interval_seconds=0.2)
+        worker = worker_side.worker(observers=[recorder], refresh_interval_seconds=0.2)
         worker.start()
         recorder.wait_for(lambda results: recorder.count(Outcome.DELETED) >= 50)
         private_zookeeper.stop()
@@ -190,7 +190,7 @@ def test_zookeeper_session_expiry_mid_run(
         )
         clients = [worker_side.metadata.client, worker_side.ledgers._store.client]  # type: ignore[attr-defined]
         states = [SessionStates(client) for client in clients]
-        worker = worker_side.worker(on_result=recorder, refresh_interval_seconds=0.2)
+        worker = worker_side.worker(observers=[recorder], refresh_interval_seconds=0.2)
         worker.start()
         expiries = 3
         step = len(scenario.released) // (expiries + 1)

@@ -213,7 +213,7 @@ def start_worker(janitor: JanitorFactory, faults: Faults) -> tuple[DeletionWorke
         side.handler(),
         side.namespaces,
         WorkerSettings(parallelism=4, nack_delay_ms=100),
-        on_result=recorder,
+        observers=[recorder],
     )
     faults.armed = False
     worker.start()

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from consumers.handler import HandlingResult, Outcome
+from consumers.observer import Observer
 from consumers.worker import DeletionWorker
 from core.clock import EpochSeconds, WallClock, wall_clock
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+from deletion.domain.outcome import Outcome
 from harness.janitor import JanitorFactory, Recorder, zookeeper_backend
 from harness.process import wait_until
 from harness.zookeeper import ZooKeeperServer
@@ -37,7 +38,7 @@ class ZkRig:
     def worker(
         self,
         plan: Plan,
-        on_result: Callable[[HandlingResult], None],
+        observer: Observer,
         settings: dict[str, object],
         clock: WallClock = wall_clock,
         backlog: int = 0,
@@ -57,7 +58,7 @@ class ZkRig:
         client.start(timeout=15)
         side.ledgers = BookKeeperLedgerStorage(ZooKeeperMetadataStore(client, owns_client=True))
         side.closer.callback(side.ledgers.close)
-        worker = side.worker(clock, on_result=on_result, refresh_interval_seconds=0.2)
+        worker = side.worker(clock, [observer], refresh_interval_seconds=0.2)
         worker.start()
         self.workers.append(worker)
         if backlog:

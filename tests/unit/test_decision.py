@@ -1,4 +1,5 @@
-"""The decision rule, as pure functions: in use, namespace isolation, ownership."""
+"""The decision rule, as pure functions: in use, and the age rule (the refusals are in
+test_ownership)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,11 @@ from deletion.domain.decision import (
     Decision,
     SafetyMargins,
     Verdict,
-    check_namespace,
-    check_ownership,
     decide_age,
     decide_in_use,
-    pulsar_custom_metadata,
 )
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
-from deletion.domain.ports import LedgerRecord, TopicLedgers
+from deletion.domain.ports import TopicLedgers
 from deletion.domain.topics import NamespaceName, TopicName
 
 NS = NamespaceName("t", "ns")
@@ -56,20 +54,20 @@ def decide(info: PendingDeleteLedgerInfo, known: TopicLedgers) -> Decision:
 @pytest.mark.parametrize("check", [True, False])
 def test_referenced_ledger_is_reconsumed(check: bool) -> None:
     decision = decide(message(5, check=check), snapshot(3, 5, 9))
-    assert decision.verdict is Verdict.RECONSUME
+    assert decision.verdict is Verdict.NOT_YET
     assert decision.referenced
     assert "referenced" in decision.reason
 
 
 def test_unreferenced_ledger_below_the_largest_is_deleted() -> None:
     decision = decide(message(4), snapshot(3, 5, 9))
-    assert decision.verdict is Verdict.DELETE
+    assert decision.verdict is Verdict.SAFE_TO_DELETE
     assert not decision.needs_age
     assert decision.reason == f"ledger 4 is no longer referenced by {TOPIC}"
 
 
 def test_unreferenced_ledger_equal_to_a_gap_below_largest_is_deleted() -> None:
-    assert decide(message(1), snapshot(2, 3)).verdict is Verdict.DELETE
+    assert decide(message(1), snapshot(2, 3)).verdict is Verdict.SAFE_TO_DELETE
 
 
 @pytest.mark.parametrize("check", [True, False])
@@ -86,45 +84,45 @@ def test_nothing_is_deleted_on_a_snapshot_read_before_the_message_was_due(
     early = TopicLedgers(known.topic, known.exists, known.ledger_ids, EpochSeconds(DUE - 0.001))
     for ledger_id in (1, 4, 10):
         decision = decide(message(ledger_id, check=check), early)
-        assert decision.verdict is Verdict.RECONSUME
+        assert decision.verdict is Verdict.NOT_YET
         assert not decision.referenced
     assert decide(message(4, check=check), snapshot(3, 5, 9, fetched_at=DUE)).verdict is (
-        Verdict.DELETE
+        Verdict.SAFE_TO_DELETE
     )
 
 
 def test_ledger_above_the_largest_needs_age() -> None:
     decision = decide(message(10), snapshot(3, 5, 9))
-    assert (decision.verdict, decision.needs_age) == (Verdict.DELETE, True)
+    assert (decision.verdict, decision.needs_age) == (Verdict.SAFE_TO_DELETE, True)
     assert "newer than every ledger" in decision.reason
 
 
 def test_existing_topic_with_no_ledgers_needs_age_for_any_id() -> None:
     decision = decide(message(1), snapshot())
-    assert (decision.verdict, decision.needs_age) == (Verdict.DELETE, True)
+    assert (decision.verdict, decision.needs_age) == (Verdict.SAFE_TO_DELETE, True)
 
 
 def test_absent_topic_needs_age() -> None:
     decision = decide(message(10), snapshot(exists=False))
-    assert (decision.verdict, decision.needs_age) == (Verdict.DELETE, True)
+    assert (decision.verdict, decision.needs_age) == (Verdict.SAFE_TO_DELETE, True)
     assert "no managed ledger" in decision.reason
 
 
 def test_absent_topic_still_protects_its_schema_ledgers() -> None:
     # A deleted topic's schema may outlive it: an id the snapshot knows is never deleted.
     schema = message(8, LedgerComponent.SCHEMA_STORAGE)
-    assert decide(schema, snapshot(8, exists=False)).verdict is Verdict.RECONSUME
+    assert decide(schema, snapshot(8, exists=False)).verdict is Verdict.NOT_YET
     decision = decide(message(7), snapshot(8, exists=False))
-    assert (decision.verdict, decision.needs_age) == (Verdict.DELETE, False)
+    assert (decision.verdict, decision.needs_age) == (Verdict.SAFE_TO_DELETE, False)
 
 
 def test_unchecked_message_skips_only_the_staleness_rule() -> None:
     for known in (snapshot(3, 5, 9), snapshot(), snapshot(exists=False)):
         decision = decide(message(10, check=False), known)
-        assert (decision.verdict, decision.needs_age) == (Verdict.DELETE, False)
+        assert (decision.verdict, decision.needs_age) == (Verdict.SAFE_TO_DELETE, False)
     # ... but a referenced ledger is still referenced.
-    assert decide(message(5, check=False), snapshot(5)).verdict is Verdict.RECONSUME
-    assert decide(message(4, check=False), snapshot(3, 5)).verdict is Verdict.DELETE
+    assert decide(message(5, check=False), snapshot(5)).verdict is Verdict.NOT_YET
+    assert decide(message(4, check=False), snapshot(3, 5)).verdict is Verdict.SAFE_TO_DELETE
 
 
 @st.composite
@@ -151,8 +149,8 @@ def test_never_deletes_a_ledger_in_the_snapshot_or_on_an_early_snapshot(
     )
     verdict = decide(info, known).verdict
     if ledger_id in known.ledger_ids or known.fetched_at < DUE:
-        assert verdict is Verdict.RECONSUME
-    assert verdict in (Verdict.DELETE, Verdict.RECONSUME)
+        assert verdict is Verdict.NOT_YET
+    assert verdict in (Verdict.SAFE_TO_DELETE, Verdict.NOT_YET)
 
 
 @settings(max_examples=300, deadline=None)
@@ -162,7 +160,7 @@ def test_checked_message_the_snapshot_cannot_vouch_for_always_needs_age(
 ) -> None:
     decision = decide(message(ledger_id), known)
     largest = known.largest
-    if decision.verdict is Verdict.DELETE:
+    if decision.verdict is Verdict.SAFE_TO_DELETE:
         assert ledger_id not in known.ledger_ids
         assert known.fetched_at >= DUE
         assert decision.needs_age == (largest is None or ledger_id > largest)
@@ -173,19 +171,19 @@ def test_checked_message_the_snapshot_cannot_vouch_for_always_needs_age(
 
 def test_age_unknown_is_not_old() -> None:
     decision = decide_age(7, None, DUE, MARGINS)
-    assert decision.verdict is Verdict.RECONSUME
+    assert decision.verdict is Verdict.NOT_YET
     assert "unknown" in decision.reason
 
 
 @pytest.mark.parametrize(
     ("age_seconds", "verdict"),
     [
-        (0, Verdict.RECONSUME),
-        (3600, Verdict.RECONSUME),  # the skew allowance comes on top
-        (3609.9, Verdict.RECONSUME),
-        (3610, Verdict.DELETE),
-        (86_400, Verdict.DELETE),
-        (-600, Verdict.RECONSUME),  # created "in the future": the store's clock is ahead
+        (0, Verdict.NOT_YET),
+        (3600, Verdict.NOT_YET),  # the skew allowance comes on top
+        (3609.9, Verdict.NOT_YET),
+        (3610, Verdict.SAFE_TO_DELETE),
+        (86_400, Verdict.SAFE_TO_DELETE),
+        (-600, Verdict.NOT_YET),  # created "in the future": the store's clock is ahead
     ],
 )
 def test_a_ledger_must_be_older_than_the_grace_period_plus_skew(
@@ -211,184 +209,5 @@ def test_the_age_rule_says_how_old_the_ledger_is(age_seconds: float, reason: str
 
 def test_zero_grace_still_needs_a_known_age() -> None:
     margins = SafetyMargins(send_delay=0, clock_skew=0, min_ledger_age=0)
-    assert decide_age(7, round(DUE * 1000), DUE, margins).verdict is Verdict.DELETE
-    assert decide_age(7, None, DUE, margins).verdict is Verdict.RECONSUME
-
-
-# --- check_namespace -----------------------------------------------------------------------
-
-
-def test_message_of_the_deletion_topics_namespace_passes() -> None:
-    assert check_namespace(message(1), NS) is None
-
-
-@pytest.mark.parametrize(
-    "arrived_in",
-    [NamespaceName("t", "other"), NamespaceName("other", "ns"), NamespaceName("ns", "t")],
-)
-def test_message_naming_another_namespace_is_archived(arrived_in: NamespaceName) -> None:
-    decision = check_namespace(message(1), arrived_in)
-    assert decision is not None
-    assert decision.verdict is Verdict.ARCHIVE
-
-
-# --- check_ownership -----------------------------------------------------------------------
-
-
-def record(metadata: dict[str, bytes], ledger_id: int = 1) -> LedgerRecord:
-    return LedgerRecord(ledger_id, metadata, ctime_ms=1, version=0)
-
-
-@pytest.mark.parametrize("component", list(LedgerComponent))
-def test_matching_pulsar_metadata_is_owned(component: LedgerComponent) -> None:
-    owned = check_ownership(message(1, component), record(pulsar_custom_metadata(TOPIC, component)))
-    assert owned.verdict is Verdict.DELETE
-    assert owned.reason == f"ledger 1 belongs to {TOPIC}"
-
-
-def test_pulsar_custom_metadata_is_what_pulsar_writes() -> None:
-    # LedgerMetadataUtils.buildBaseManagedLedgerMetadata / ...ForCursor / ...ForSchema.
-    assert pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_LEDGER) == {
-        "application": b"pulsar",
-        "component": b"managed-ledger",
-        "pulsar/managed-ledger": b"t/ns/persistent/orders-partition-1",
-    }
-    assert pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_CURSOR, "sub-1") == {
-        "application": b"pulsar",
-        "component": b"managed-ledger",
-        "pulsar/managed-ledger": b"t/ns/persistent/orders-partition-1",
-        "pulsar/cursor": b"sub-1",
-    }
-    assert pulsar_custom_metadata(TOPIC, LedgerComponent.SCHEMA_STORAGE) == {
-        "application": b"pulsar",
-        "component": b"schema",
-        "pulsar/schemaId": b"t/ns/orders",
-    }
-
-
-def test_ownership_uses_encoded_names() -> None:
-    topic = TopicName(NS, "a b:c%d")
-    owned = record(pulsar_custom_metadata(topic, LedgerComponent.MANAGED_LEDGER))
-    assert owned.custom_metadata["pulsar/managed-ledger"] == b"t/ns/persistent/a+b%3Ac%25d"
-    assert check_ownership(message(1, topic=topic), owned).verdict is Verdict.DELETE
-    raw = dict(owned.custom_metadata, **{"pulsar/managed-ledger": b"t/ns/persistent/a b:c%d"})
-    assert check_ownership(message(1, topic=topic), record(raw)).verdict is Verdict.ARCHIVE
-
-
-def test_schema_ledger_of_a_partition_belongs_to_the_base_topic() -> None:
-    base = TopicName(NS, "orders")
-    metadata = pulsar_custom_metadata(base, LedgerComponent.SCHEMA_STORAGE)
-    info = message(1, LedgerComponent.SCHEMA_STORAGE, topic=TOPIC)
-    assert check_ownership(info, record(metadata)).verdict is Verdict.DELETE
-
-
-def _with(component: LedgerComponent, changes: dict[str, bytes | None]) -> dict[str, bytes]:
-    """Pulsar's metadata for TOPIC with some keys changed (None removes the key)."""
-    metadata = pulsar_custom_metadata(TOPIC, component)
-    for key, value in changes.items():
-        if value is None:
-            metadata.pop(key, None)
-        else:
-            metadata[key] = value
-    return metadata
-
-
-OTHER_TOPIC = TopicName(NamespaceName("victim", "ns"), "orders-partition-1")
-
-
-@pytest.mark.parametrize(
-    ("component", "metadata"),
-    [
-        (LedgerComponent.MANAGED_LEDGER, {}),
-        (LedgerComponent.MANAGED_CURSOR, {}),
-        (LedgerComponent.SCHEMA_STORAGE, {}),
-        (
-            LedgerComponent.MANAGED_LEDGER,
-            _with(LedgerComponent.MANAGED_LEDGER, {"application": None}),
-        ),
-        (
-            LedgerComponent.MANAGED_LEDGER,
-            _with(LedgerComponent.MANAGED_LEDGER, {"application": b"bk"}),
-        ),
-        (
-            LedgerComponent.MANAGED_LEDGER,
-            _with(LedgerComponent.MANAGED_LEDGER, {"component": b"schema"}),
-        ),
-        (
-            LedgerComponent.MANAGED_LEDGER,
-            _with(LedgerComponent.MANAGED_LEDGER, {"pulsar/managed-ledger": None}),
-        ),
-        (
-            LedgerComponent.MANAGED_LEDGER,
-            pulsar_custom_metadata(OTHER_TOPIC, LedgerComponent.MANAGED_LEDGER),
-        ),
-        (
-            LedgerComponent.MANAGED_LEDGER,
-            pulsar_custom_metadata(
-                TopicName(NS, "orders-partition-2"), LedgerComponent.MANAGED_LEDGER
-            ),
-        ),
-        (
-            LedgerComponent.MANAGED_LEDGER,
-            pulsar_custom_metadata(TopicName(NS, "orders"), LedgerComponent.MANAGED_LEDGER),
-        ),
-        (
-            LedgerComponent.MANAGED_CURSOR,
-            pulsar_custom_metadata(OTHER_TOPIC, LedgerComponent.MANAGED_CURSOR),
-        ),
-        (
-            LedgerComponent.SCHEMA_STORAGE,
-            pulsar_custom_metadata(OTHER_TOPIC, LedgerComponent.SCHEMA_STORAGE),
-        ),
-        (
-            LedgerComponent.SCHEMA_STORAGE,
-            pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_LEDGER),
-        ),
-        (
-            LedgerComponent.MANAGED_LEDGER,
-            pulsar_custom_metadata(TOPIC, LedgerComponent.SCHEMA_STORAGE),
-        ),
-        (
-            LedgerComponent.MANAGED_LEDGER,
-            _with(LedgerComponent.MANAGED_LEDGER, {"application": b"\xffpulsar"}),
-        ),
-    ],
-    ids=[
-        "no-metadata-ml",
-        "no-metadata-cursor",
-        "no-metadata-schema",
-        "no-application",
-        "other-application",
-        "other-component",
-        "no-ml-name",
-        "other-tenant",
-        "other-partition",
-        "base-instead-of-partition",
-        "cursor-of-other-tenant",
-        "schema-of-other-tenant",
-        "schema-message-for-ml-ledger",
-        "ml-message-for-schema-ledger",
-        "undecodable-value",
-    ],
-)
-def test_mismatched_ownership_is_archived(
-    component: LedgerComponent, metadata: dict[str, bytes]
-) -> None:
-    decision = check_ownership(message(1, component), record(metadata))
-    assert decision.verdict is Verdict.ARCHIVE
-    # The archive reason names the ledger, and the key that does not match.
-    assert decision.reason.startswith("ledger 1 ")
-
-
-def test_cursor_ledger_named_as_managed_ledger_is_archived() -> None:
-    cursor_ledger = record(pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_CURSOR))
-    decision = check_ownership(message(1, LedgerComponent.MANAGED_LEDGER), cursor_ledger)
-    assert decision.verdict is Verdict.ARCHIVE
-    assert decision.reason == "ledger 1 is a cursor ledger, but the message says MANAGED_LEDGER"
-
-
-def test_data_ledger_named_as_cursor_is_archived() -> None:
-    data_ledger = record(pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_LEDGER))
-    decision = check_ownership(message(1, LedgerComponent.MANAGED_CURSOR), data_ledger)
-    assert decision.verdict is Verdict.ARCHIVE
-    assert decision.reason == "ledger 1 is not a cursor ledger, but the message says MANAGED_CURSOR"
+    assert decide_age(7, round(DUE * 1000), DUE, margins).verdict is Verdict.SAFE_TO_DELETE
+    assert decide_age(7, None, DUE, margins).verdict is Verdict.NOT_YET

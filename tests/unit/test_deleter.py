@@ -1,4 +1,4 @@
-"""LedgerDeleter's own rules, through the handler and the fakes of test_handler: which
+"""LedgerDeleter's own rules, through the handler and the fakes of handler_rig: which
 snapshot it decides on, the version it deletes at, whose margins it applies, and offloaded
 copies (a real filesystem offload store under tmp_path)."""
 
@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from consumers.handler import Outcome
 from core.clock import EpochSeconds
 from deletion.adapters.offload import offload_context
 from deletion.adapters.offload.filesystem import FileSystemOffloadStorage
-from deletion.domain.decision import SafetyMargins, Verdict, pulsar_custom_metadata
+from deletion.domain.decision import Decision, SafetyMargins, Verdict, pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.outcome import Outcome, Result
 from deletion.domain.ports import LedgerRecord
 from deletion.domain.topics import TopicName
 from harness.offload_objects import base_metadata, plant_mapfile
-from tests.unit.test_handler import NOW, NS, TOPIC, Rig, _info, _outcomes, _record, rig
+from tests.unit.handler_rig import NOW, NS, TOPIC, Rig, _info, _outcomes, _record, rig
 
-__all__ = ["rig"]  # the fixture, shared with test_handler
+__all__ = ["rig"]  # the fixture
 
 DUE = NOW - 30  # published at NOW - 100, the 60 s send delay, the 10 s skew allowance
 RIVAL = TopicName.parse("persistent://rival/secret/ledger")
@@ -111,6 +111,26 @@ def test_a_young_ledger_naming_another_topic_is_archived_at_once(rig: Rig) -> No
     assert 12 in rig.storage.records
 
 
+# --- what it reports ---------------------------------------------------------------------
+
+
+def test_a_dry_run_says_what_it_would_delete_and_deletes_nothing(rig: Rig) -> None:
+    handler, due = rig.handler(), EpochSeconds(DUE)
+    safe = handler.decide(_info(3), NS, due, dry_run=True)
+    assert safe == Result(
+        Outcome.WOULD_DELETE, f"ledger 3 is no longer referenced by {TOPIC}", _info(3)
+    )
+    gone = handler.decide(_info(7), NS, due, dry_run=True)
+    assert gone == Result(Outcome.ALREADY_GONE, "ledger 7 is already gone", _info(7))
+    assert rig.storage.deleted == [] and rig.storage.batches == ["read 1", "read 1"]
+
+
+def test_what_is_not_to_be_deleted_now_comes_back_as_the_decision(rig: Rig) -> None:
+    ruling = rig.handler().decide(_info(5), NS, EpochSeconds(DUE))
+    assert ruling == Decision(Verdict.NOT_YET, f"ledger 5 is still referenced by {TOPIC}", True)
+    assert rig.storage.batches == []
+
+
 # --- offloaded copies ------------------------------------------------------------------------
 
 
@@ -138,11 +158,8 @@ def base(tmp_path: Path, rig: Rig) -> Path:
 def test_an_offloaded_copy_is_deleted_once(rig: Rig, base: Path) -> None:
     info, ledger_uuid = _offloaded(3, base)
     planted = plant_mapfile(base, TOPIC.managed_ledger_name, 3, ledger_uuid)
-    decision = rig.handler().decide(info, NS, EpochSeconds(DUE))
-    assert (decision.verdict, decision.reason) == (
-        Verdict.DELETE,
-        f"deleted offloaded ledger 3 of {TOPIC}",
-    )
+    ruling = rig.handler().decide(info, NS, EpochSeconds(DUE))
+    assert ruling == Result(Outcome.DELETED, f"deleted offloaded ledger 3 of {TOPIC}", info)
     assert not planted.exists()
     assert 3 in rig.storage.records  # the BookKeeper copy has its own message
     again = rig.handle(info)
@@ -153,11 +170,8 @@ def test_an_offloaded_copy_is_deleted_once(rig: Rig, base: Path) -> None:
 def test_a_dry_run_deletes_no_offloaded_copy(rig: Rig, base: Path) -> None:
     info, ledger_uuid = _offloaded(3, base)
     planted = plant_mapfile(base, TOPIC.managed_ledger_name, 3, ledger_uuid)
-    decision = rig.handler().decide(info, NS, EpochSeconds(DUE), dry_run=True)
-    assert (decision.verdict, decision.reason) == (
-        Verdict.DELETE,
-        "offloaded ledger 3 may be deleted",
-    )
+    ruling = rig.handler().decide(info, NS, EpochSeconds(DUE), dry_run=True)
+    assert ruling == Result(Outcome.WOULD_DELETE, "offloaded ledger 3 may be deleted", info)
     assert planted.exists()
 
 

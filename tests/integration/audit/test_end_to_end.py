@@ -12,10 +12,10 @@ import typer
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
-from consumers.handler import Outcome
 from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
 from deletion.domain.decision import pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Backend, JanitorFactory, Recorder, sqlite_backend
 from ledger_janitor.audit_cli import audit_command

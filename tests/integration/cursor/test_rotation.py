@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import zstandard
 
-from consumers.handler import Outcome
 from core.clock import EpochSeconds
 from core.errors import EnqueueError, TransientMetadataError
 from cursor import (
@@ -30,6 +29,7 @@ from cursor import (
 from deletion.adapters.pulsar_metadata import ManagedLedgerWriter, MetadataInUseLedgers
 from deletion.domain.decision import Verdict, decide_in_use
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.outcome import Outcome
 from deletion.domain.ports import ANY_VERSION, MetadataStore, Stat
 from deletion.wire.proto.ml_data_formats_pb2 import (
     CompressionType,
@@ -110,7 +110,7 @@ def assert_nothing_referenced_is_deletable(
             if info.ledger_id in referenced:
                 assert env.ledgers.ledger(info.ledger_id) is not None
                 decision = decide_in_use(info, snapshot, EpochSeconds(0.0))
-                assert decision.verdict is Verdict.RECONSUME
+                assert decision.verdict is Verdict.NOT_YET
 
 
 @pytest.fixture
@@ -177,8 +177,8 @@ def test_a_failed_metadata_update_enqueues_the_new_ledger_and_keeps_the_old(
     newer = cursor_env.ledgers.create_ledger({})
     ManagedLedgerWriter(cursor_env.backend.metadata).write(cursor_env.topic, [newer], version=0)
     snapshot = MetadataInUseLedgers(cursor_env.backend.metadata).fetch(cursor_env.topic)
-    assert decide_in_use(old_info, snapshot, EpochSeconds(0.0)).verdict is Verdict.RECONSUME
-    assert decide_in_use(new_info, snapshot, EpochSeconds(0.0)).verdict is Verdict.DELETE
+    assert decide_in_use(old_info, snapshot, EpochSeconds(0.0)).verdict is Verdict.NOT_YET
+    assert decide_in_use(new_info, snapshot, EpochSeconds(0.0)).verdict is Verdict.SAFE_TO_DELETE
     # The znode still names our ledger: the cursor takes its version and the next one works.
     assert not cursor.fenced and cursor.rotate().outcome is RotationOutcome.SWITCHED
 
