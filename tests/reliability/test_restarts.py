@@ -52,6 +52,8 @@ def test_broker_restart_mid_run(
             send_delay_seconds_of_two_phase_deletion=0,
             reconsume_later_seconds_of_two_phase_deletion=0,
             min_ledger_age_seconds_of_two_phase_deletion=0,
+            # Small batches: the restart must land while work is still queued.
+            ledger_deletion_batch_size_of_two_phase_deletion=8,
         )
         recorder.wait_for(lambda results: recorder.count(Outcome.DELETED) >= 50)
         assert private_broker.process is not None
@@ -133,6 +135,8 @@ def test_zookeeper_restart_mid_run(
             send_delay_seconds_of_two_phase_deletion=0,
             reconsume_later_seconds_of_two_phase_deletion=0,
             min_ledger_age_seconds_of_two_phase_deletion=0,
+            # Small batches: the outage must land while work is still queued.
+            ledger_deletion_batch_size_of_two_phase_deletion=8,
         )
         clients = [worker_side.metadata.client, worker_side.ledgers._store.client]  # type: ignore[attr-defined]
         states = [SessionStates(client) for client in clients]

@@ -48,6 +48,7 @@ SETTINGS: dict[str, object] = {
     "maxReconsumeTimesOfTwoPhaseDeletion": 3,
     "minLedgerAgeSecondsOfTwoPhaseDeletion": 0,  # ledgers of deleted topics, orphans
     "ledgerDeletionWorkerThreadsOfTwoPhaseDeletion": 4,
+    "ledgerDeletionBatchSizeOfTwoPhaseDeletion": 16,  # kills land mid-run, not after it
 }
 
 
