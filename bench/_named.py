@@ -161,7 +161,8 @@ NAMED: tuple[NamedMutant, ...] = (
         "decision",
         "a ledger above the largest referenced deleted without the age rule",
         "deletion/domain/decision.py",
-        "    return Decision(Verdict.SAFE_TO_DELETE, why, needs_age=True)",
+        "    return Decision(Verdict.SAFE_TO_DELETE, why, needs_age=True, "
+        "snapshot_at=snapshot.fetched_at)",
         "    return Decision(Verdict.SAFE_TO_DELETE, why)",
         ("tests/unit/test_decision.py",),
     ),
@@ -179,11 +180,20 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/domain/deleter.py",
         OWNERSHIP_THEN_AGE,
         "        if record is not None and ruling.needs_age:\n"
+        "            assert ruling.snapshot_at is not None\n"
         "            aged = decide_age(\n"
-        "                info.ledger_id, record.ctime_ms, self._clock(), self._margins\n"
+        "                info.ledger_id, record.ctime_ms, ruling.snapshot_at, self._margins\n"
         "            )\n"
         "            if aged.verdict is not Verdict.SAFE_TO_DELETE:\n                return aged\n"
         + OWNERSHIP_THEN_AGE,
+        (*HANDLER, DELETER),
+    ),
+    NamedMutant(
+        "deleter",
+        "the age taken now instead of when the snapshot was read",
+        "deletion/domain/deleter.py",
+        "decide_age(info.ledger_id, record.ctime_ms, ruling.snapshot_at, self._margins)",
+        "decide_age(info.ledger_id, record.ctime_ms, self._clock(), self._margins)",
         (*HANDLER, DELETER),
     ),
     NamedMutant(

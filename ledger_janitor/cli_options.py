@@ -43,7 +43,8 @@ Settings = Annotated[
 MetadataStoreOpt = Annotated[
     str | None,
     typer.Option(
-        "--metadata-store", help="metadataStoreUrl: zk:host:port[/chroot] or sqlite:PATH."
+        "--metadata-store",
+        help="metadataStoreUrl: zk:host:port[/chroot], etcd:http://host:port or sqlite:PATH.",
     ),
 ]
 BrokerOpt = Annotated[

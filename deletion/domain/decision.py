@@ -27,8 +27,10 @@ class Decision:
     # cannot help, which is what an archive drain wants to know.
     referenced: bool = False
     # SAFE_TO_DELETE only once the ledger proves old enough (`decide_age`): the snapshot alone
-    # cannot vouch for it.
+    # cannot vouch for it. Old enough *when that snapshot was read* (`snapshot_at`), not now:
+    # a cached snapshot may predate the ledger's recording.
     needs_age: bool = False
+    snapshot_at: EpochSeconds | None = None
 
 
 @dataclass(frozen=True)
@@ -79,11 +81,11 @@ def decide_in_use(
         why = f"topic {topic} has no managed ledger"
     else:
         why = f"ledger {ledger_id} is newer than every ledger {topic} references ({largest})"
-    return Decision(Verdict.SAFE_TO_DELETE, why, needs_age=True)
+    return Decision(Verdict.SAFE_TO_DELETE, why, needs_age=True, snapshot_at=snapshot.fetched_at)
 
 
 def decide_age(
-    ledger_id: int, created_ms: int | None, now: EpochSeconds, margins: SafetyMargins
+    ledger_id: int, created_ms: int | None, snapshot_at: EpochSeconds, margins: SafetyMargins
 ) -> Decision:
     """The grace rule for a ledger no snapshot can vouch for.
 
@@ -91,13 +93,16 @@ def decide_age(
     managed ledger's list, a cursor's `cursorsLedgerId`, a schema locator), or deletes it
     when recording fails; it never adds an older ledger later. The caller's snapshot was
     read after the message became due and does not reference the ledger. If the ledger's
-    metadata znode was created more than `min_ledger_age` ago (plus the clock-skew
-    allowance, since the store's clock is not ours), any recording that was going to happen
-    happened long before the snapshot, which would have shown it. An unknown age is not old.
+    metadata znode was created more than `min_ledger_age` before that snapshot was read
+    (`snapshot_at`, plus the clock-skew allowance, since the store's clock is not ours), any
+    recording that was going to happen happened before the snapshot, which would have shown
+    it. The age is taken at the snapshot, never now: a snapshot served from the cache may
+    have been read while the ledger was young and not yet recorded, and the ledger recorded
+    since. An unknown age is not old.
     """
     if created_ms is None:
         return Decision(Verdict.NOT_YET, f"the age of ledger {ledger_id} is unknown")
-    age = now - created_ms / 1000.0 - margins.clock_skew
+    age = snapshot_at - created_ms / 1000.0 - margins.clock_skew
     if age < margins.min_ledger_age:
         return Decision(
             Verdict.NOT_YET,

@@ -146,7 +146,8 @@ class LedgerDeleter:
             return Decision(
                 Verdict.SAFE_TO_DELETE, f"ledger {info.ledger_id} is gone from BookKeeper"
             )
-        return decide_age(info.ledger_id, record.ctime_ms, self._clock(), self._margins)
+        assert ruling.snapshot_at is not None  # decide_in_use stamps every needs_age ruling
+        return decide_age(info.ledger_id, record.ctime_ms, ruling.snapshot_at, self._margins)
 
     def _read(self, ledger_ids: Sequence[int]) -> dict[int, Record]:
         return self._settled(sorted(set(ledger_ids)), self._storage.ledgers)

@@ -18,6 +18,7 @@ import pytest
 import typer
 from typer.testing import CliRunner, Result
 
+from config.urls import STORE_URL_FORMS
 from ledger_janitor import __version__
 from ledger_janitor.cli import app
 
@@ -114,7 +115,7 @@ def test_config_show_json() -> None:
     result = invoke("config", "show", "--json")
     assert result.exit_code == 0, result.output
     rows = {row["key"]: row for row in json.loads(result.stdout)}
-    assert rows["metadataStoreUrl"]["doc"].endswith(f"{ZK_FORMS} or sqlite:PATH.")
+    assert rows["metadataStoreUrl"]["doc"].endswith(f"{STORE_URL_FORMS}.")
 
 
 def test_config_values_and_sources_with_brackets_are_shown_as_they_are(tmp_path: Path) -> None:
@@ -129,7 +130,7 @@ def test_config_values_and_sources_with_brackets_are_shown_as_they_are(tmp_path:
     ("args", "expected"),
     [
         (("config", "show", "-c", "/nowhere/[x].properties"), "/nowhere/[x].properties"),
-        (("run", "--metadata-store", "zk:[x"), f"expected {ZK_FORMS} or sqlite:PATH"),
+        (("run", "--metadata-store", "zk:[x"), f"expected {STORE_URL_FORMS}"),
         (("run", "--metadata-store", "zk://h:2181"), "write zk:host:port"),
         (("run", "--set", "twoPhaseDeletionEnabled=false"), "nothing to run"),
         (("enqueue", "public/default/t", "1", "--metadata-store", "zk:h:0"), "no valid port"),

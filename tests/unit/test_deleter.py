@@ -93,6 +93,24 @@ def test_the_configured_minimum_age_is_the_one_applied(rig: Rig) -> None:
     assert rig.handle(_info(12)).outcome is Outcome.DELETED
 
 
+def test_age_is_taken_when_the_snapshot_was_read_not_now(rig: Rig) -> None:
+    """A snapshot cached while ledger 12 was young and not yet recorded may serve a message
+    (a duplicate, say) long after: by then the ledger is old, and may have been recorded
+    since. Old at the snapshot, not now, is what proves no recording is missing from it."""
+    rig.margins = SafetyMargins(send_delay=60, clock_skew=10, min_ledger_age=300)
+    created_ms = int((NOW - 320) * 1000)  # 320 s old now, 310 s with the skew allowance
+    rig.storage.records[12] = LedgerRecord(12, _record(12).custom_metadata, created_ms, 1)
+    rig.cache = rig.new_cache()
+    rig.source.fetched_at = DUE + 10  # after the due time, so the cache may serve it
+    rig.cache.lookup(TOPIC)  # ledger 12 was 230 s old then: too young to be vouched for
+    result = rig.handle(_info(12))
+    assert result.outcome is Outcome.RECONSUMED and "too young" in result.reason
+    assert 12 in rig.storage.records and rig.source.calls == 1
+    rig.source.fetched_at = NOW  # a snapshot read now (the cache expired): old enough then
+    rig.cache = rig.new_cache()
+    assert rig.handle(_info(12)).outcome is Outcome.DELETED
+
+
 def test_a_ledger_no_snapshot_vouches_for_that_bookkeeper_no_longer_has_is_gone(
     rig: Rig,
 ) -> None:
