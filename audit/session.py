@@ -46,20 +46,24 @@ def open_session(
 ) -> OwnedSession:
     """The active session if there is one (a test's, a notebook's), else a new one.
 
-    `master` None means: spark-submit's `spark.master` if set, else local mode.
+    `master` None means: spark-submit's `--master` when spark-submit started this Python,
+    else `spark.master` if set, else local mode.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
         return OwnedSession(active, owned=False)
-    chosen = master or SparkConf().get("spark.master") or DEFAULT_MASTER
+    # Under spark-submit the JVM that launched this Python holds --master; SparkConf() cannot
+    # see it before the gateway is up, and the builder picks it up when given no master.
+    submitted = master is None and "PYSPARK_GATEWAY_PORT" in os.environ
+    chosen = master or ("" if submitted else SparkConf().get("spark.master") or DEFAULT_MASTER)
     local = chosen.startswith("local")
     if local:
         _prepare_local_workers()
-    builder = (
-        SparkSession.builder.master(chosen)
-        .appName("ledger-janitor-audit")
-        .config("spark.ui.showConsoleProgress", "false")
+    builder = SparkSession.builder.appName("ledger-janitor-audit").config(
+        "spark.ui.showConsoleProgress", "false"
     )
+    if chosen:
+        builder = builder.master(chosen)
     if local:
         builder = builder.config("spark.ui.enabled", "false")
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions or 8))
