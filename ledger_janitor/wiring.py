@@ -79,8 +79,9 @@ class Sidecar:
     ) -> DeletionHandler:
         """Phase two's checks and deletion; `cache_ttl_seconds=0` looks everything up afresh."""
         config = self.config
-        source = open_in_use_source(config, self.metadata, clock)
-        if isinstance(source, AdminApiInUseLedgers):
+        shared = self.admin.http if self.admin is not None else None
+        source = open_in_use_source(config, self.metadata, clock, shared)
+        if isinstance(source, AdminApiInUseLedgers) and shared is None:
             self.closer.callback(source.close)
         ttl = (
             config.in_use_ledgers_cache_ttl_seconds

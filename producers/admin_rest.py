@@ -19,24 +19,17 @@ from transport.admin_http import AdminHttp
 
 
 class AdminRest:
-    def __init__(
-        self,
-        base_url: str,
-        token: str | None = None,
-        timeout_seconds: float = 10,
-        tls_trust_certs_file: str | None = None,
-        tls_allow_insecure: bool = False,
-        client: httpx.Client | None = None,
-    ) -> None:
-        self._http = AdminHttp(
-            base_url, token, timeout_seconds, tls_trust_certs_file, tls_allow_insecure, client
-        )
+    """Phase one's admin calls over `http`, which it owns (closes) and lends to the
+    admin-API in-use source, so one sidecar talks to the brokers through one client."""
+
+    def __init__(self, http: AdminHttp) -> None:
+        self.http = http
 
     def put(
         self, topic: TopicName, operation: str, body: object, also_ok: Collection[int] = ()
     ) -> int:
         """PUT a JSON body to a topic's operation; the status, if 2xx or one of `also_ok`."""
-        response = self._http.request("PUT", rest_path(topic, operation), body)
+        response = self.http.request("PUT", rest_path(topic, operation), body)
         if response.is_success or response.status_code in also_ok:
             return response.status_code
         raise self._error(response)
@@ -44,7 +37,7 @@ class AdminRest:
     def namespace_policy(self, namespace: NamespaceName, policy: str) -> Any:
         """A namespace policy's JSON; None when none is set (204, or 404 on older brokers)."""
         path = f"/admin/v2/namespaces/{namespace.tenant}/{namespace.namespace}/{policy}"
-        response = self._http.request("GET", path)
+        response = self.http.request("GET", path)
         if response.status_code in (204, 404) or (response.is_success and not response.content):
             return None
         if not response.is_success:
@@ -55,10 +48,10 @@ class AdminRest:
             raise MetadataError(f"{response.request.url}: malformed JSON: {exc}") from exc
 
     def close(self) -> None:
-        self._http.close()
+        self.http.close()
 
     def _error(self, response: httpx.Response) -> MetadataError:
         status, url = response.status_code, response.request.url
-        reason = self._http.reason(response)
+        reason = self.http.reason(response)
         kind = TransientMetadataError if status == 429 or status >= 500 else MetadataError
         return kind(f"{response.request.method} {url}: HTTP {status} {reason}".rstrip())

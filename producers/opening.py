@@ -22,7 +22,7 @@ from producers.admin_rest import AdminRest
 from producers.phase_one import PhaseOne
 from producers.topic_setup import AdminTopicSetup, ClientTopicSetup, PreparedNamespaces
 from transport import client as broker
-from transport.auth import token_from
+from transport.admin_http import AdminHttp
 from transport.producer_pool import ProducerPool
 from transport.schema import declare
 
@@ -40,15 +40,8 @@ class PhaseOneParts:
 
 def open_admin(config: ServiceConfiguration) -> AdminRest | None:
     """The broker's admin REST API, if webServiceUrl names one."""
-    if not config.web_service_url:
-        return None
-    return AdminRest(
-        config.web_service_url,
-        token_from(config.auth_plugin, config.auth_params),
-        timeout_seconds=config.operation_timeout_seconds,
-        tls_trust_certs_file=config.tls_trust_certs_file_path or None,
-        tls_allow_insecure=config.tls_allow_insecure_connection,
-    )
+    http = AdminHttp.from_config(config)
+    return AdminRest(http) if http is not None else None
 
 
 @contextmanager

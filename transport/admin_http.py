@@ -15,7 +15,9 @@ import ssl
 
 import httpx
 
+from config import ServiceConfiguration
 from core.errors import ConfigurationError, MetadataError, TransientMetadataError
+from transport.auth import token_from
 
 MAX_REDIRECTS = 5
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -54,6 +56,20 @@ class AdminHttp:
             verify=_verify(tls_trust_certs_file, tls_allow_insecure),
             follow_redirects=False,
             trust_env=False,  # a stray HTTP(S)_PROXY must not reroute admin calls and the token
+        )
+
+    @classmethod
+    def from_config(cls, config: ServiceConfiguration) -> AdminHttp | None:
+        """The brokers' admin REST API as configured (webServiceUrl, the client's
+        authentication, TLS); None when no webServiceUrl is set."""
+        if not config.web_service_url:
+            return None
+        return cls(
+            config.web_service_url,
+            token_from(config.auth_plugin, config.auth_params),
+            timeout_seconds=config.operation_timeout_seconds,
+            tls_trust_certs_file=config.tls_trust_certs_file_path or None,
+            tls_allow_insecure=config.tls_allow_insecure_connection,
         )
 
     @property

@@ -45,20 +45,17 @@ class AdminApiInUseLedgers:
 
     def __init__(
         self,
-        base_url: str,
-        token: str | None = None,
-        timeout_seconds: float = 10,
-        tls_trust_certs_file: str | None = None,
-        tls_allow_insecure: bool = False,
+        http: AdminHttp,
         clock: WallClock = wall_clock,
-        client: httpx.Client | None = None,
         schemas: MetadataStore | None = None,
     ) -> None:
-        self._http = AdminHttp(
-            base_url, token, timeout_seconds, tls_trust_certs_file, tls_allow_insecure, client
-        )
+        self._http = http
         self._clock = clock
         self._schemas = schemas
+
+    @property
+    def http(self) -> AdminHttp:
+        return self._http
 
     def __repr__(self) -> str:
         token = "<set>" if self._http.has_token else None

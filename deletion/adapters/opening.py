@@ -24,7 +24,7 @@ from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore, digest_from_env
 from deletion.domain.offload_port import OffloadStorage
 from deletion.domain.ports import InUseLedgers, LedgerStorage, MetadataStore
-from transport.auth import token_from
+from transport.admin_http import AdminHttp
 
 
 @dataclass(frozen=True)
@@ -111,22 +111,19 @@ def open_embedded_ledgers(spec: StoreSpec) -> SqliteLedgerStorage | None:
 
 
 def open_in_use_source(
-    config: ServiceConfiguration, metadata: MetadataStore, clock: WallClock
+    config: ServiceConfiguration,
+    metadata: MetadataStore,
+    clock: WallClock,
+    admin: AdminHttp | None = None,
 ) -> InUseLedgers:
-    """inUseLedgersSource: the metadata store itself, or the brokers' admin API."""
+    """inUseLedgersSource: the metadata store itself, or the brokers' admin API (through
+    `admin`, the sidecar's one admin client, if given; else one of its own)."""
     if config.in_use_ledgers_source == "METADATA":
         return MetadataInUseLedgers(metadata, clock)
-    if not config.web_service_url:
+    http = admin or AdminHttp.from_config(config)
+    if http is None:
         raise ConfigurationError("inUseLedgersSource=ADMIN needs webServiceUrl")
-    return AdminApiInUseLedgers(
-        config.web_service_url,
-        token_from(config.auth_plugin, config.auth_params),
-        timeout_seconds=config.operation_timeout_seconds,
-        tls_trust_certs_file=config.tls_trust_certs_file_path or None,
-        tls_allow_insecure=config.tls_allow_insecure_connection,
-        clock=clock,
-        schemas=metadata,
-    )
+    return AdminApiInUseLedgers(http, clock=clock, schemas=metadata)
 
 
 def open_offload_storage(config: ServiceConfiguration) -> OffloadStorage | None:

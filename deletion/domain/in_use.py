@@ -41,6 +41,10 @@ class InUseLedgersCache:
         self._fetching: dict[TopicName, threading.Lock] = {}
         self.counters = CacheCounters()
 
+    @property
+    def source(self) -> InUseLedgers:
+        return self._source
+
     def lookup(self, topic: TopicName, fresh_after: EpochSeconds | None = None) -> TopicLedgers:
         """The topic's snapshot; with `fresh_after`, one read no earlier than that."""
         with self._lock:

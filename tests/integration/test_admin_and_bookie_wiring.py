@@ -12,6 +12,7 @@ import pytest
 from config import ServiceConfiguration
 from core.clock import EpochSeconds
 from core.errors import ConfigurationError, TransientLedgerStorageError
+from deletion.adapters.admin_api import AdminApiInUseLedgers
 from deletion.adapters.ledgers.bookie_http import BookieHttpLedgerStorage
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.opening import open_in_use_source
@@ -124,3 +125,15 @@ def test_bookie_http_deletion(zookeeper: ZooKeeperServer, chroot: str) -> None:
             assert storage.delete_ledger(ledger_id) is False
     finally:
         backend.ledgers.close()
+
+
+def test_a_sidecar_talks_to_the_brokers_admin_api_through_one_client(
+    janitor: JanitorFactory,
+) -> None:
+    """Phase one's topic set-up and phase two's in-use source share the sidecar's client."""
+    with serving(lambda method, path: (404, {"reason": "Topic not found"})) as url:
+        sidecar = janitor.sidecar(in_use_ledgers_source="ADMIN", web_service_url=url)
+        assert sidecar.admin is not None
+        source = sidecar.handler().in_use.source
+        assert isinstance(source, AdminApiInUseLedgers)
+        assert source.http is sidecar.admin.http

@@ -35,6 +35,7 @@ from deletion.adapters.admin_api import AdminApiInUseLedgers
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.domain.topics import TopicName
 from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
+from transport.admin_http import AdminHttp
 
 TOKEN = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXJvbGU.Zm9yLXRlc3RzLW9ubHk"
 NOW = EpochSeconds(1714644930.25)
@@ -197,8 +198,9 @@ def connect(schemas: SqliteMetadataStore) -> Iterator[Connect]:
     def make(url: str, **options: Any) -> AdminApiInUseLedgers:
         options.setdefault("token", TOKEN)
         options.setdefault("timeout_seconds", 2)
-        options.setdefault("schemas", schemas)
-        adapters.append(AdminApiInUseLedgers(url, clock=lambda: NOW, **options))
+        in_use_schemas = options.pop("schemas", schemas)
+        http = AdminHttp(url, **options)
+        adapters.append(AdminApiInUseLedgers(http, clock=lambda: NOW, schemas=in_use_schemas))
         return adapters[-1]
 
     yield make
@@ -743,5 +745,5 @@ def test_proxy_settings_in_the_environment_are_ignored(
 )
 def test_bad_settings_are_refused(url: str, options: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError) as info:
-        AdminApiInUseLedgers(url, **options)
+        AdminHttp(url, **options)
     assert "abc" not in str(info.value)

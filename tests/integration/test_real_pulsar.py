@@ -28,6 +28,7 @@ from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Recorder
 from ledger_janitor.seeding import pending
 from ledger_janitor.wiring import Sidecar, open_sidecar
+from transport.admin_http import AdminHttp
 
 SERVICE = os.environ.get("PULSAR_SERVICE_URL", "")
 ADMIN = os.environ.get("PULSAR_ADMIN_URL", "")
@@ -74,7 +75,7 @@ def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
 
 
 def test_admin_api_and_zookeeper_agree_on_a_real_topic(topic: TopicName) -> None:
-    admin = AdminApiInUseLedgers(ADMIN)
+    admin = AdminApiInUseLedgers(AdminHttp(ADMIN))
     from_admin = admin.fetch(topic)
     admin.close()
     assert from_admin.exists and from_admin.ledger_ids
@@ -95,7 +96,7 @@ def test_admin_api_and_zookeeper_agree_on_a_real_topic(topic: TopicName) -> None
 def test_a_referenced_real_ledger_is_never_deleted_and_lands_in_the_archive(
     topic: TopicName, sidecar: Sidecar
 ) -> None:
-    current = max(AdminApiInUseLedgers(ADMIN).fetch(topic).ledger_ids)
+    current = max(AdminApiInUseLedgers(AdminHttp(ADMIN)).fetch(topic).ledger_ids)
     before = time.time()
     sidecar.phase_one.enqueue([pending(topic, current)])
     recorder = Recorder()
@@ -108,7 +109,7 @@ def test_a_referenced_real_ledger_is_never_deleted_and_lands_in_the_archive(
     # The real broker honours the delay; either way nothing was handled before it was due.
     assert min(recorder.times) >= before + 3.0
     assert Outcome.DELETED not in recorder.of(current)
-    assert current in AdminApiInUseLedgers(ADMIN).fetch(topic).ledger_ids
+    assert current in AdminApiInUseLedgers(AdminHttp(ADMIN)).fetch(topic).ledger_ids
 
     drained = sidecar.archive_drain().drain(NAMESPACE, DrainFilter(), dry_run=True)
     mine = [(a, o, r) for a, o, r in drained if a.info and a.info.ledger_id == current]

@@ -21,6 +21,7 @@ from producers.admin_rest import AdminRest
 from producers.namespace_policies import policy_risks
 from producers.topic_setup import AdminTopicSetup, PreparedNamespaces
 from tests.reliability.oracle import pending
+from transport.admin_http import AdminHttp
 
 TOKEN = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXJvbGU.Zm9yLXRlc3RzLW9ubHk"
 NS = NamespaceName("acme", "orders")
@@ -105,7 +106,7 @@ def no_content(_: Request) -> Reply:
 
 def test_first_send_creates_the_partitioned_topic_and_every_subscription(serve: Any) -> None:
     server = serve(no_content)
-    admin = AdminRest(server.url, TOKEN)
+    admin = AdminRest(AdminHttp(server.url, TOKEN))
     prepared = PreparedNamespaces(AdminTopicSetup(admin, partitions=6))
     prepared.ensure_topic(NS.deletion_topic)
     prepared.ensure_topic(NS.retry_topic)  # the same namespace: nothing more is asked
@@ -124,7 +125,7 @@ def test_first_send_creates_the_partitioned_topic_and_every_subscription(serve: 
 def test_what_already_exists_is_fine(serve: Any) -> None:
     exists = json.dumps({"reason": "Partitioned topic already exist"}).encode()
     server = serve(lambda request: (409, exists))
-    admin = AdminRest(server.url)
+    admin = AdminRest(AdminHttp(server.url))
     PreparedNamespaces(AdminTopicSetup(admin, partitions=4)).ensure(NS)
     admin.close()
     assert len(server.seen) == 4 and server.seen[0].authorization is None
@@ -133,7 +134,7 @@ def test_what_already_exists_is_fine(serve: Any) -> None:
 def test_a_failed_setup_fails_the_send_and_is_tried_again(serve: Any) -> None:
     answers = iter([(503, b'{"reason": "not ready"}'), (403, b'{"reason": "no"}')])
     server = serve(lambda request: next(answers, (204, b"")))
-    admin = AdminRest(server.url, TOKEN)
+    admin = AdminRest(AdminHttp(server.url, TOKEN))
     prepared = PreparedNamespaces(AdminTopicSetup(admin, partitions=4))
     with pytest.raises(TransientMetadataError, match="503"):
         prepared.ensure(NS)
@@ -149,7 +150,7 @@ def test_a_redirect_to_the_owner_keeps_method_body_and_token(serve: Any) -> None
     owner = serve(no_content)
     front = serve(lambda request: (307, b""))
     front.location = owner.url  # as a broker that does not own the topic answers
-    admin = AdminRest(front.url, TOKEN)
+    admin = AdminRest(AdminHttp(front.url, TOKEN))
     admin.put(TopicName.parse(NS.deletion_topic), "partitions", 4)
     admin.close()
     assert [(r.method, r.body, r.authorization) for r in owner.seen] == [
@@ -177,7 +178,7 @@ def policies(**answers: object) -> Callable[[Request], Reply]:
 
 def test_broker_defaults_warn_only_about_the_archive_without_retention(serve: Any) -> None:
     server = serve(policies())
-    admin = AdminRest(server.url, TOKEN)
+    admin = AdminRest(AdminHttp(server.url, TOKEN))
     risks = policy_risks(admin, NS)
     admin.close()
     assert [r.path for r in server.seen] == [
@@ -199,7 +200,7 @@ def test_expiring_subscriptions_with_inactive_topic_deletion_are_named(serve: An
     server = serve(
         policies(inactiveTopicPolicies=inactive, retention=retention, subscriptionExpirationTime=30)
     )
-    admin = AdminRest(server.url)
+    admin = AdminRest(AdminHttp(server.url))
     risks = policy_risks(admin, NS)
     admin.close()
     assert len(risks) == 2
