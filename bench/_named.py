@@ -242,7 +242,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/adapters/admin_api.py",
         "TopicLedgers(topic, False, self._schema_ledgers(topic), fetched_at)",
         "TopicLedgers(topic, False, frozenset(), fetched_at)",
-        ("tests/integration/test_admin_api.py",),
+        ("tests/integration/test_admin_api.py", "tests/integration/test_admin_api_transport.py"),
     ),
     NamedMutant(
         "admin",
@@ -250,7 +250,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "transport/admin_http.py",
         "            trust_env=False,",
         "            trust_env=True,",
-        ("tests/integration/test_admin_api.py",),
+        ("tests/integration/test_admin_api.py", "tests/integration/test_admin_api_transport.py"),
     ),
 )
 

@@ -99,7 +99,7 @@ MODULES: tuple[Module, ...] = (
     Module(
         "admin",
         "deletion/adapters/admin_api.py",
-        ("tests/integration/test_admin_api.py",),
+        ("tests/integration/test_admin_api.py", "tests/integration/test_admin_api_transport.py"),
         # What the snapshot is made of: the answer's parsing, 404s, redirects, errors. Not
         # the constructor's settings checks, repr or TLS set-up (trust_env is a named mutant).
         functions=tuple(
@@ -123,6 +123,7 @@ MODULES: tuple[Module, ...] = (
         (
             "tests/integration/test_admin_http.py",
             "tests/integration/test_admin_api.py",
+            "tests/integration/test_admin_api_transport.py",
             "tests/integration/test_topic_setup.py",
         ),
         # Redirects, errors and reasons; not the constructor's settings checks or TLS set-up.
