@@ -195,16 +195,23 @@ class LedgerBitmap:
         return delta
 
     def runs_array(self) -> tuple[I64, I64]:
-        """Every run as (first entries, last entries), ascending."""
+        """Every run as (first entries, last entries), ascending.
+
+        A run starts at a set bit after a clear one and ends before a clear bit after a set
+        one: both edges are found a word at a time, and only their positions are unpacked
+        (they alternate, start then end + 1).
+        """
         if self._words.size == 0:
             empty = np.zeros(0, np.int64)
             return empty, empty
-        bits = np.unpackbits(self._words.astype("<u8").view(np.uint8), bitorder="little")
-        edges = np.diff(bits.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
-        offset = self._base * 64
-        firsts = np.flatnonzero(edges == 1).astype(np.int64) + offset
-        lasts = np.flatnonzero(edges == -1).astype(np.int64) + offset - 1
-        return firsts, lasts
+        words = np.zeros(self._words.size + 1, np.uint64)
+        words[:-1] = self._words
+        before = words << np.uint64(1)  # each bit's predecessor, carried across words
+        before[1:] |= words[:-1] >> np.uint64(63)
+        edges = (words ^ before).view(np.uint8)
+        positions = np.flatnonzero(np.unpackbits(edges, bitorder="little"))
+        positions += self._base * 64
+        return positions[0::2], positions[1::2] - 1
 
     # -- whole bitmap --------------------------------------------------------------------
 

@@ -1,0 +1,95 @@
+"""A full state too large for one entry, written without ever being held whole.
+
+An uncompressed state in the MessageRange form that is certainly chunked (every record takes
+at least 14 bytes, so the range count alone tells) is encoded from the bitmaps a batch of
+ranges at a time and cut into entries as the bytes come: memory stays at a batch and a
+chunk, whatever the state's size. The entries are exactly those of `encode_state` and
+`chunking.write` (the split layout, as any chunked state has), which tests hold it to.
+Recovery reads any chunked state a chunk at a time (recovery.py). A compressed state is
+compressed whole, as Pulsar does, so it takes the ordinary path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from cursor.ack import AckState, BitmapStore
+from cursor.persistence import chunking
+from cursor.persistence.capture import PersistReport, capped_batches
+from cursor.persistence.ledger_port import CursorLedgers
+from cursor.persistence.settings import CursorSettings
+from cursor.wire import PositionInfoContent, RangeEncoding, WireRanges, split_position_info_pieces
+from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
+
+MIN_RECORD_BYTES = 14  # a MessageRange record is 14 varints
+_BATCH = 1 << 16  # ranges taken from the bitmaps per encoding pass
+
+
+def streams(state: AckState, settings: CursorSettings) -> bool:
+    persisted = min(state.range_count, settings.max_unacked_ranges_to_persist)
+    return (
+        settings.compression == CompressionType.NONE
+        and settings.range_encoding is RangeEncoding.MESSAGE_RANGE
+        and persisted * MIN_RECORD_BYTES >= settings.max_entry_size
+    )
+
+
+def write_streamed(
+    ledgers: CursorLedgers, ledger_id: int, state: AckState, settings: CursorSettings
+) -> tuple[PersistReport, chunking.Written]:
+    batches, batches_total = capped_batches(state, settings.max_batches_to_persist)
+    content = PositionInfoContent(
+        mark_delete=state.mark_delete, batch_indexes=batches, properties=dict(state.properties)
+    )
+    counted = [0]
+    ranges = _range_batches(
+        state.bitmaps, state.ledger_ids(), settings.max_unacked_ranges_to_persist, counted
+    )
+    pieces = split_position_info_pieces(content, ranges)
+    written = chunking.write_pieces(ledgers, ledger_id, pieces, settings.max_entry_size)
+    report = PersistReport(
+        encoding=RangeEncoding.MESSAGE_RANGE,
+        ranges_total=state.range_count,
+        ranges_persisted=counted[0],
+        batches_total=batches_total,
+        batches_persisted=len(batches),
+        payload_bytes=written.payload_bytes,
+        entries_written=written.entries,
+    )
+    return report, written
+
+
+def _range_batches(
+    bitmaps: BitmapStore, ledger_ids: list[int], cap: int, counted: list[int]
+) -> Iterator[WireRanges]:
+    """The first `cap` runs in position order, a few ledgers (or one large one) at a time."""
+    held: list[tuple[int, np.ndarray, np.ndarray]] = []
+    size = 0
+    for ledger_id in ledger_ids:
+        if counted[0] >= cap:
+            break
+        bitmap = bitmaps.get(ledger_id)
+        if bitmap is None:
+            continue
+        firsts, lasts = bitmap.runs_array()
+        take = min(firsts.size, cap - counted[0])
+        held.append((ledger_id, firsts[:take], lasts[:take]))
+        size += take
+        counted[0] += take
+        if size >= _BATCH:
+            yield _joined(held)
+            held, size = [], 0
+    if held:
+        yield _joined(held)
+
+
+def _joined(held: list[tuple[int, np.ndarray, np.ndarray]]) -> WireRanges:
+    ledgers = np.repeat(
+        np.array([ledger_id for ledger_id, _, _ in held], np.int64),
+        [firsts.size for _, firsts, _ in held],
+    )
+    lower = np.concatenate([firsts for _, firsts, _ in held]) - 1
+    upper = np.concatenate([lasts for _, _, lasts in held])
+    return WireRanges(ledgers, lower, ledgers, upper)
