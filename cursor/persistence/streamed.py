@@ -13,18 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
-
-from cursor.ack import AckState, BitmapStore
+from cursor.ack import I64, AckState, BitmapStore
 from cursor.persistence import chunking
 from cursor.persistence.capture import PersistReport, capped_batches
 from cursor.persistence.ledger_port import CursorLedgers
 from cursor.persistence.settings import CursorSettings
-from cursor.wire import PositionInfoContent, RangeEncoding, WireRanges, split_position_info_pieces
+from cursor.wire import PositionInfoContent, RangeEncoding, split_position_info_pieces
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
 
 MIN_RECORD_BYTES = 14  # a MessageRange record is 14 varints
-_BATCH = 1 << 16  # ranges taken from the bitmaps per encoding pass
 
 
 def streams(state: AckState, settings: CursorSettings) -> bool:
@@ -44,10 +41,10 @@ def write_streamed(
         mark_delete=state.mark_delete, batch_indexes=batches, properties=dict(state.properties)
     )
     counted = [0]
-    ranges = _range_batches(
+    runs = _ledger_runs(
         state.bitmaps, state.ledger_ids(), settings.max_unacked_ranges_to_persist, counted
     )
-    pieces = split_position_info_pieces(content, ranges)
+    pieces = split_position_info_pieces(content, runs)
     written = chunking.write_pieces(ledgers, ledger_id, pieces, settings.max_entry_size)
     report = PersistReport(
         encoding=RangeEncoding.MESSAGE_RANGE,
@@ -61,12 +58,10 @@ def write_streamed(
     return report, written
 
 
-def _range_batches(
+def _ledger_runs(
     bitmaps: BitmapStore, ledger_ids: list[int], cap: int, counted: list[int]
-) -> Iterator[WireRanges]:
-    """The first `cap` runs in position order, a few ledgers (or one large one) at a time."""
-    held: list[tuple[int, np.ndarray, np.ndarray]] = []
-    size = 0
+) -> Iterator[tuple[int, I64, I64]]:
+    """The first `cap` runs in position order, a ledger at a time."""
     for ledger_id in ledger_ids:
         if counted[0] >= cap:
             break
@@ -75,21 +70,5 @@ def _range_batches(
             continue
         firsts, lasts = bitmap.runs_array()
         take = min(firsts.size, cap - counted[0])
-        held.append((ledger_id, firsts[:take], lasts[:take]))
-        size += take
         counted[0] += take
-        if size >= _BATCH:
-            yield _joined(held)
-            held, size = [], 0
-    if held:
-        yield _joined(held)
-
-
-def _joined(held: list[tuple[int, np.ndarray, np.ndarray]]) -> WireRanges:
-    ledgers = np.repeat(
-        np.array([ledger_id for ledger_id, _, _ in held], np.int64),
-        [firsts.size for _, firsts, _ in held],
-    )
-    lower = np.concatenate([firsts for _, firsts, _ in held]) - 1
-    upper = np.concatenate([lasts for _, _, lasts in held])
-    return WireRanges(ledgers, lower, ledgers, upper)
+        yield ledger_id, firsts[:take], lasts[:take]

@@ -23,6 +23,7 @@ from cursor.ack import Position
 from cursor.wire.bitset_wire import encode_long_list_maps
 from cursor.wire.content import BatchIndexes, PositionInfoContent, WireRanges
 from cursor.wire.range_encode import message_range_parts
+from cursor.wire.range_runs import LedgerRuns, ledger_run_pieces
 from cursor.wire.wire_scan import LENGTH_DELIMITED, VARINT, ScannedMessage, scan, scan_pieces
 from deletion.wire.proto import require_complete
 from deletion.wire.proto.ml_data_formats_pb2 import (
@@ -52,19 +53,19 @@ def encode_position_info(
 
 
 def split_position_info_pieces(
-    content: PositionInfoContent, range_batches: Iterable[WireRanges]
+    content: PositionInfoContent, ledger_runs: Iterable[LedgerRuns]
 ) -> Iterator[bytes | memoryview]:
-    """The split layout in pieces, the ranges encoded batch by batch as they are asked for:
-    `content`'s own ranges come first, then `range_batches`. Joined, the pieces are
+    """The split layout in pieces, the ranges encoded from each ledger's runs as they are
+    asked for: `content`'s own ranges come first, then the runs'. Joined, the pieces are
     `encode_position_info(content with all the ranges, split_required=True)`."""
-    ledger_field, entry_field, body = _parts(content, range_batches)
+    ledger_field, entry_field, body = _parts(content, ledger_runs)
     yield ledger_field
     yield from body
     yield entry_field
 
 
 def _parts(
-    content: PositionInfoContent, more_ranges: Iterable[WireRanges] = ()
+    content: PositionInfoContent, ledger_runs: Iterable[LedgerRuns] = ()
 ) -> tuple[bytes, bytes, Iterator[bytes | memoryview]]:
     """(field 1, field 2, fields 3 to 6 in pieces): enough to lay the message out either way
     with one copy of the ranges, which are most of it."""
@@ -72,16 +73,15 @@ def _parts(
     return (
         PositionInfo(ledgerId=ledger_id).SerializePartialToString(),
         PositionInfo(entryId=entry_id).SerializePartialToString(),
-        _body(content, more_ranges),
+        _body(content, ledger_runs),
     )
 
 
 def _body(
-    content: PositionInfoContent, more_ranges: Iterable[WireRanges]
+    content: PositionInfoContent, ledger_runs: Iterable[LedgerRuns]
 ) -> Iterator[bytes | memoryview]:
     yield from message_range_parts(content.ranges, RANGES_TAG)
-    for ranges in more_ranges:
-        yield from message_range_parts(ranges, RANGES_TAG)
+    yield from ledger_run_pieces(ledger_runs, RANGES_TAG)
     middle = PositionInfo(
         properties=[LongProperty(name=k, value=v) for k, v in content.properties.items()],
         batchedEntryDeletionIndexInfo=[batch_message(b) for b in content.batch_indexes],

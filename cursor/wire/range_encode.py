@@ -20,7 +20,7 @@ import numpy as np
 
 from cursor.ack import U8, U64
 from cursor.wire.content import WireRanges
-from cursor.wire.varint import varint_lanes, varint_width
+from cursor.wire.varint import BYTES_HIGH, varint_lanes, varint_width
 
 _BATCH = 1 << 14  # records per pass: the matrix and its mask stay in cache
 _FIELDS = ("lower_ledger", "lower_entry", "upper_ledger", "upper_entry")
@@ -93,11 +93,13 @@ class _Layout:
             sizes.append(size)
             self._store(self.data, offset, slot, rows, low, high)
             if slot > 1:
-                kept_low = (low & np.uint64(0x8080808080808080)) << np.uint64(1)
-                kept_low |= np.uint64(1)
+                kept_low = low & BYTES_HIGH
+                kept_low <<= 1
+                kept_low |= 1
                 kept_high = None
                 if high is not None:
-                    kept_high = (low >> np.uint64(63)) | ((high >> np.uint64(7)) << np.uint64(8))
+                    kept_high = (high >> np.uint64(7)) << np.uint64(8)
+                    kept_high |= low >> np.uint64(63)
                 self._store(self.keep.view(np.uint8), offset, slot, rows, kept_low, kept_high)
         inner_lower = sizes[0] + sizes[1]
         inner_lower += 2

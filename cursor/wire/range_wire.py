@@ -113,10 +113,10 @@ def _decode_window(buf: U8, position: int, ends_of: I64, tag: int, out: U64) -> 
         return 0
     sizes = sizes[:, :good]
     widest = sizes.max(axis=1)
-    if bool(np.all(widest <= _LANE_ROOM)):
-        source = loaded[:, :good] >> _LANE_SKIP
-    else:  # a value too long for the lane it shares: load lanes from the values' starts
-        source = lanes[ends_of[1:, :good] - sizes + 1]
+    source = loaded[:, :good] >> _LANE_SKIP
+    for value in np.flatnonzero(widest > _LANE_ROOM).tolist():
+        # Longer than the room left in the lane it shares: a lane from the value's start.
+        source[value] = lanes[ends_of[value + 1, :good] - sizes[value] + 1]
     decoded = varints_of_lanes(source, sizes, int(widest.max()))
     for value, (width, size) in enumerate(zip(widest.tolist(), sizes, strict=True)):
         if width > 8:

@@ -14,6 +14,8 @@ from core.errors import DecodeError
 from cursor import Position, PositionInfoContent, WireRanges
 from cursor.wire import decode_position_info, encode_position_info
 from cursor.wire.position_info_codec import decode_position_info_pieces
+from cursor.wire.range_encode import encode_message_ranges
+from cursor.wire.range_runs import LedgerRuns, ledger_run_pieces
 from deletion.wire.proto.ml_data_formats_pb2 import PositionInfo
 
 # Each 7 bits more is one varint byte more: 1 to 9 bytes, and negatives take 10.
@@ -126,3 +128,44 @@ def test_a_message_in_pieces_decodes_as_the_whole(
         assert WireRanges.concat(collected).same_as(whole.ranges)
         return
     assert isinstance(whole, DecodeError)
+
+
+def sorted_runs(ledger_id: int, count: int, seed: int, scale: int) -> LedgerRuns:
+    """`count` sorted, disjoint runs whose entries grow through several varint sizes."""
+    rng = np.random.default_rng(seed)
+    gaps = rng.integers(1, scale, count) if scale > 1 else np.ones(count, np.int64)
+    lengths = rng.integers(0, 4, count)
+    firsts = np.cumsum(gaps) + np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    firsts -= firsts[0]  # from entry 0: a lower endpoint of -1, ten bytes
+    return ledger_id, firsts.astype(np.int64), (firsts + lengths).astype(np.int64)
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [
+        [sorted_runs(5, 5000, 1, 9)],  # entries from 0 (lower endpoint -1) through 3 bytes
+        [sorted_runs(2**40, 3000, 2, 2**20)],  # a long ledger id, entries up to 5 bytes
+        [sorted_runs(77, 1500, 7, 2**40)],  # entries up to 8 bytes
+        [sorted_runs(2**60, 1500, 3, 2**52)],  # and past 8 bytes: the general encoder
+        [sorted_runs(-3, 2000, 4, 5)],  # a ledger id no writer uses still encodes
+        [sorted_runs(i, n, i, 50) for i, n in enumerate([3, 1, 4000, 10, 70_000, 2], 1)],
+    ],
+)
+def test_runs_encoded_by_shape_are_the_general_encoders_bytes(runs: list[LedgerRuns]) -> None:
+    by_shape = b"".join(ledger_run_pieces(runs, 0x1A))
+    ledgers = np.concatenate([np.full(firsts.size, ledger) for ledger, firsts, _ in runs])
+    lower = np.concatenate([firsts for _, firsts, _ in runs]) - 1
+    upper = np.concatenate([lasts for _, _, lasts in runs])
+    ranges = WireRanges(ledgers.astype(np.int64), lower, ledgers.astype(np.int64), upper)
+    assert by_shape == encode_message_ranges(ranges, 0x1A)
+    data = encode_position_info(PositionInfoContent(Position(7, 3), ranges))
+    assert data == reference(ranges)
+
+
+def test_runs_out_of_order_fall_back_to_the_general_encoder() -> None:
+    ledger_id, firsts, lasts = sorted_runs(9, 3000, 5, 20)
+    shuffled = np.random.default_rng(6).permutation(firsts.size)
+    runs = [(ledger_id, firsts[shuffled], lasts[shuffled])]
+    ledgers = np.full(firsts.size, ledger_id, np.int64)
+    ranges = WireRanges(ledgers, firsts[shuffled] - 1, ledgers, lasts[shuffled])
+    assert b"".join(ledger_run_pieces(runs, 0x1A)) == encode_message_ranges(ranges, 0x1A)
