@@ -22,12 +22,16 @@ from numpy.typing import NDArray
 from cursor.ack import I64, U8, U64
 from cursor.wire.content import WireRanges
 from cursor.wire.range_encode import encode_message_ranges, message_range_parts
+from cursor.wire.range_shapes import decode_same_layout
 from cursor.wire.varint import decode_varints_at, lanes_at, token_ends, varints_of_lanes
 
 __all__ = ["decode_range_run", "encode_message_ranges", "message_range_parts"]
 
 TOKENS = 14
-_WINDOW = 1 << 18  # bytes delimited per pass: small enough to stay in cache
+_WINDOW = 1 << 18  # bytes delimited per pass at most: small enough to stay in cache
+_FIRST_WINDOW = 1 << 12  # after a stretch of one layout: the next may start soon
+_FIRST_STRETCH = 1 << 13  # records checked against one layout at first (doubling)
+_MIN_STRETCH = 16  # a shorter stretch is cheaper to decode with the others
 _COLUMNS = (0, 5, 7, 11, 13)  # token ends used: the tag, then each value's last byte
 _HEAD_FIXED = 0x08_000A_0000  # tag len 0a n1 08, with tag, len and n1 zero
 _MID_FIXED = 0x08_0012  # 12 n2 08, with n2 zero
@@ -45,17 +49,29 @@ _FIXED_BEFORE = np.array([[4], [1], [3], [1]], np.int64)  # bytes between token 
 def decode_range_run(buf: U8, start: int, tag: int) -> tuple[WireRanges, int]:
     """Decode consecutive canonical records from `start`; (ranges, offset after them).
 
-    Works through small windows so each pass over the token arrays stays in cache, and
-    writes straight into preallocated columns (a record takes at least 14 bytes).
+    Stretches of records of one layout (what a ledger's sorted runs give) are decoded
+    without delimiting tokens (range_shapes.py); anything else through windows of tokens,
+    small right after a stretch, larger while stretches keep failing, each pass small
+    enough to stay in cache. Values go straight into preallocated columns (a record takes
+    at least 14 bytes).
     """
     capacity = (buf.size - start) // TOKENS + 1
     out = np.empty((4, capacity), np.uint64)
     count = 0
     position = start
+    window, limit = _FIRST_WINDOW, _FIRST_STRETCH
     while position < buf.size:
-        ends = token_ends(buf[position : position + _WINDOW])
+        rows, size = decode_same_layout(buf, position, tag, out[:, count:], limit)
+        if rows >= _MIN_STRETCH:
+            count, position = count + rows, position + size
+            window, limit = _FIRST_WINDOW, min(2 * limit, _WINDOW) if rows == limit else limit
+            continue
+        ends = token_ends(buf[position : position + window])
         rows = ends.size // TOKENS
         if rows == 0:
+            if window < _WINDOW and position + window < buf.size:
+                window *= 2  # a record longer than the window: widen it
+                continue
             break
         table = ends[: rows * TOKENS].reshape(rows, TOKENS)
         ends_of = np.ascontiguousarray(table[:, _COLUMNS].T)
@@ -66,6 +82,7 @@ def decode_range_run(buf: U8, start: int, tag: int) -> tuple[WireRanges, int]:
         position += int(ends_of[4, good - 1]) + 1
         if good < rows:
             break
+        window, limit = min(2 * window, _WINDOW), _FIRST_STRETCH
     ranges = WireRanges(*(column[:count].view(np.int64) for column in out))
     return ranges, position
 

@@ -169,3 +169,27 @@ def test_runs_out_of_order_fall_back_to_the_general_encoder() -> None:
     ledgers = np.full(firsts.size, ledger_id, np.int64)
     ranges = WireRanges(ledgers, firsts[shuffled] - 1, ledgers, lasts[shuffled])
     assert b"".join(ledger_run_pieces(runs, 0x1A)) == encode_message_ranges(ranges, 0x1A)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_corrupted_stretches_decode_as_protobuf_reads_them_or_not_at_all(seed: int) -> None:
+    """Long stretches of one layout are checked row by row: whatever two flipped bits
+    anywhere make of them, what we decode is what protobuf decodes, or a DecodeError."""
+    runs = [sorted_runs(ledger, 3000, seed + ledger, 40) for ledger in (2**20, 2**20 + 1)]
+    ledgers = np.concatenate([np.full(firsts.size, ledger) for ledger, firsts, _ in runs])
+    lower = np.concatenate([firsts for _, firsts, _ in runs]) - 1
+    upper = np.concatenate([lasts for _, _, lasts in runs])
+    ranges = WireRanges(ledgers.astype(np.int64), lower, ledgers.astype(np.int64), upper)
+    data = bytearray(encode_position_info(PositionInfoContent(Position(7, 3), ranges)))
+    rng = np.random.default_rng(seed)
+    for at in rng.integers(4, len(data), 2):
+        data[at] ^= 1 << int(rng.integers(0, 8))
+    try:
+        ours = decode_position_info(bytes(data))
+    except DecodeError:
+        return
+    theirs = PositionInfo.FromString(bytes(data))
+    messages = theirs.individualDeletedMessages
+    low, high = [m.lowerEndpoint for m in messages], [m.upperEndpoint for m in messages]
+    rows = [(a.ledgerId, a.entryId, b.ledgerId, b.entryId) for a, b in zip(low, high, strict=True)]
+    assert ours.ranges.same_as(wire(rows))
