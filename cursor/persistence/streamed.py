@@ -1,12 +1,13 @@
 """A full state too large for one entry, written without ever being held whole.
 
-An uncompressed state in the MessageRange form that is certainly chunked (every record takes
-at least 14 bytes, so the range count alone tells) is encoded from the bitmaps a batch of
-ranges at a time and cut into entries as the bytes come: memory stays at a batch and a
-chunk, whatever the state's size. The entries are exactly those of `encode_state` and
-`chunking.write` (the split layout, as any chunked state has), which tests hold it to.
-Recovery reads any chunked state a chunk at a time (recovery.py). A compressed state is
-compressed whole, as Pulsar does, so it takes the ordinary path.
+A state in the MessageRange form that is certainly chunked (every record takes at least 14
+bytes, so the range count alone tells) is encoded from the bitmaps a ledger's runs at a
+time (range_runs.py), never as columns of every range. Uncompressed, the bytes are cut into
+entries as they come: memory stays at a ledger's runs and a chunk, whatever the state's
+size. Compressed, the payload is joined once and compressed whole, as Pulsar does. The
+entries are exactly those of `encode_state` and `chunking.write` (the split layout, as any
+chunked state has), which tests hold it to. Recovery reads any chunked state a chunk at a
+time (recovery.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from cursor.persistence import chunking
 from cursor.persistence.capture import PersistReport, capped_batches
 from cursor.persistence.ledger_port import CursorLedgers
 from cursor.persistence.settings import CursorSettings
-from cursor.wire import PositionInfoContent, RangeEncoding, split_position_info_pieces
+from cursor.wire import PositionInfoContent, RangeEncoding, compress, split_position_info_pieces
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
 
 MIN_RECORD_BYTES = 14  # a MessageRange record is 14 varints
@@ -27,8 +28,7 @@ MIN_RECORD_BYTES = 14  # a MessageRange record is 14 varints
 def streams(state: AckState, settings: CursorSettings) -> bool:
     persisted = min(state.range_count, settings.max_unacked_ranges_to_persist)
     return (
-        settings.compression == CompressionType.NONE
-        and settings.range_encoding is RangeEncoding.MESSAGE_RANGE
+        settings.range_encoding is RangeEncoding.MESSAGE_RANGE
         and persisted * MIN_RECORD_BYTES >= settings.max_entry_size
     )
 
@@ -45,7 +45,11 @@ def write_streamed(
         state.bitmaps, state.ledger_ids(), settings.max_unacked_ranges_to_persist, counted
     )
     pieces = split_position_info_pieces(content, runs)
-    written = chunking.write_pieces(ledgers, ledger_id, pieces, settings.max_entry_size)
+    if settings.compression == CompressionType.NONE:
+        written = chunking.write_pieces(ledgers, ledger_id, pieces, settings.max_entry_size)
+    else:
+        payload = compress(b"".join(pieces), settings.compression)
+        written = chunking.write(ledgers, ledger_id, payload, settings.max_entry_size)
     report = PersistReport(
         encoding=RangeEncoding.MESSAGE_RANGE,
         ranges_total=state.range_count,

@@ -158,24 +158,34 @@ def test_a_million_ranges_persist_and_recover_losslessly_in_chunks(
 
 
 @pytest.mark.parametrize(
-    ("cap", "chunk"), [(2**31 - 1, CHUNK), (2**31 - 1, 14 * 3001), (1000, 4096), (2500, 777)]
+    ("cap", "chunk", "compression"),
+    [
+        (2**31 - 1, CHUNK, CompressionType.NONE),
+        (2**31 - 1, 14 * 3001, CompressionType.NONE),
+        (1000, 4096, CompressionType.NONE),
+        (2500, 777, CompressionType.NONE),
+        (2**31 - 1, CHUNK, CompressionType.ZSTD),
+        (1000, 14 * 1000, CompressionType.LZ4),
+    ],
 )
 def test_a_streamed_write_appends_exactly_the_entries_of_the_whole_payload(
-    ledgers: SqliteLedgerStorage, cap: int, chunk: int
+    ledgers: SqliteLedgerStorage, cap: int, chunk: int, compression: int
 ) -> None:
-    """Streamed (never holding the payload) or not, the entries are the same bytes."""
+    """Streamed (never holding the payload, or the ranges as columns) or not, the entries
+    are the same bytes."""
     state = state_with(3000, seed=7)
     state.ack_range(12, 0, 4)  # a range from entry 0: its lower endpoint takes ten bytes
     config = CursorSettings(
         max_unacked_ranges_to_persist=cap,
         max_entry_size=chunk,
         range_encoding=RangeEncoding.MESSAGE_RANGE,
+        compression=compression,  # type: ignore[arg-type]
     )
     assert streamed.streams(state, config)
     target = ledgers.create_ledger({})
     report, written = streamed.write_streamed(ledgers, target, state, config)
     content, whole_report = capture(state, RangeEncoding.MESSAGE_RANGE, cap)
-    payload = encode_state(content, CompressionType.NONE, chunk)
+    payload = encode_state(content, compression, chunk)  # type: ignore[arg-type]
     reference = ledgers.create_ledger({})
     chunking.write(ledgers, reference, payload, chunk)
     streamed_entries = ledgers.read(target)
@@ -183,6 +193,9 @@ def test_a_streamed_write_appends_exactly_the_entries_of_the_whole_payload(
     assert report.payload_bytes == len(payload) == written.payload_bytes
     assert report.ranges_persisted == whole_report.ranges_persisted == min(cap, 3001)
     assert report.entries_written == len(streamed_entries)
+    recovered = FullStatePersistence(ledgers, config).recover(target, None).state
+    if cap > 3001:
+        same_acks(recovered, state)
 
 
 @given(st.lists(st.binary(max_size=50), max_size=20), st.integers(1, 60))
