@@ -12,7 +12,6 @@ rather than the znode-sized default of `metadata_codec`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from itertools import chain
 
 from core.errors import ConfigurationError
@@ -66,9 +65,9 @@ def decode_state(payload: bytes, where: str) -> PositionInfoContent:
 def decode_state_pieces(
     pieces: Iterable[bytes], where: str, on_ranges: Callable[[WireRanges], None]
 ) -> PositionInfoContent:
-    """`decode_state` of the pieces' concatenation, its ranges handed to `on_ranges` (the
-    content returned holds none). Uncompressed, the payload is never held whole; compressed,
-    it must be, to be inflated."""
+    """`decode_state` of the pieces' concatenation, its ranges handed to `on_ranges` a few MB
+    of records at a time (the content returned holds none). Uncompressed, the payload is
+    never held whole; compressed, it must be, to be inflated, but its ranges still are not."""
     remaining = iter(pieces)
     head: list[bytes] = []
     while sum(map(len, head)) < len(metadata_codec.MAGIC):
@@ -79,6 +78,5 @@ def decode_state_pieces(
     first = b"".join(head)
     if not metadata_codec.is_wrapped(first):
         return decode_position_info_pieces(chain((first,), remaining), where, on_ranges)
-    content = decode_state(b"".join((first, *remaining)), where)
-    on_ranges(content.ranges)
-    return replace(content, ranges=WireRanges())
+    plain, _ = decompress(b"".join((first, *remaining)), where)
+    return decode_position_info_pieces((plain,), where, on_ranges)

@@ -32,6 +32,7 @@ _WINDOW = 1 << 18  # bytes delimited per pass at most: small enough to stay in c
 _FIRST_WINDOW = 1 << 12  # after a stretch of one layout: the next may start soon
 _FIRST_STRETCH = 1 << 13  # records checked against one layout at first (doubling)
 _MIN_STRETCH = 16  # a shorter stretch is cheaper to decode with the others
+_LONGEST = 10 + 4 * 8  # bytes of the longest record a stretch takes
 _COLUMNS = (0, 5, 7, 11, 13)  # token ends used: the tag, then each value's last byte
 _HEAD_FIXED = 0x08_000A_0000  # tag len 0a n1 08, with tag, len and n1 zero
 _MID_FIXED = 0x08_0012  # 12 n2 08, with n2 zero
@@ -46,8 +47,12 @@ _LANE_ROOM = np.array([3, 7, 5, 7], np.int64)
 _FIXED_BEFORE = np.array([[4], [1], [3], [1]], np.int64)  # bytes between token ends
 
 
-def decode_range_run(buf: U8, start: int, tag: int) -> tuple[WireRanges, int]:
-    """Decode consecutive canonical records from `start`; (ranges, offset after them).
+def decode_range_run(
+    buf: U8, start: int, tag: int, stop_after: int | None = None
+) -> tuple[WireRanges, int]:
+    """Decode consecutive canonical records from `start`; (ranges, offset after them). With
+    `stop_after`, stop once about that many bytes are decoded (a caller handing ranges on
+    as it goes holds no more than that many at a time).
 
     Stretches of records of one layout (what a ledger's sorted runs give) are decoded
     without delimiting tokens (range_shapes.py); anything else through windows of tokens,
@@ -55,12 +60,16 @@ def decode_range_run(buf: U8, start: int, tag: int) -> tuple[WireRanges, int]:
     enough to stay in cache. Values go straight into preallocated columns (a record takes
     at least 14 bytes).
     """
-    capacity = (buf.size - start) // TOKENS + 1
+    end = buf.size
+    if stop_after is not None:  # one more pass may run past it: a stretch or a window
+        end = min(end, start + stop_after + max(_WINDOW * _LONGEST, _WINDOW))
+    capacity = (end - start) // TOKENS + 1
     out = np.empty((4, capacity), np.uint64)
     count = 0
     position = start
     window, limit = _FIRST_WINDOW, _FIRST_STRETCH
-    while position < buf.size:
+    stop = buf.size if stop_after is None else start + stop_after
+    while position < min(stop, buf.size):
         rows, size = decode_same_layout(buf, position, tag, out[:, count:], limit)
         if rows >= _MIN_STRETCH:
             count, position = count + rows, position + size

@@ -30,6 +30,7 @@ _SKIPPABLE = frozenset((VARINT, FIXED64, LENGTH_DELIMITED, FIXED32))
 
 
 _LOOKAHEAD = 1 << 16  # bytes kept ahead when the message comes in pieces
+_RUN_BYTES = 4 << 20  # records decoded before their ranges are handed on
 
 
 @dataclass
@@ -75,7 +76,7 @@ def scan_pieces(
         if (known and expected != wire) or (not known and (number == 0 or wire not in _SKIPPABLE)):
             raise DecodeError(f"{where}: unexpected field {number} (wire type {wire})")
         if tag == range_tag:
-            run, end = decode_range_run(source.array(), position, range_tag)
+            run, end = decode_range_run(source.array(), position, range_tag, _RUN_BYTES)
             if end > position:
                 on_ranges(run)
                 source.position = end

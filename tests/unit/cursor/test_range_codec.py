@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from core.errors import DecodeError
 from cursor import Position, PositionInfoContent, WireRanges
-from cursor.wire import decode_position_info, encode_position_info
+from cursor.wire import decode_position_info, encode_position_info, wire_scan
 from cursor.wire.position_info_codec import decode_position_info_pieces
 from cursor.wire.range_encode import encode_message_ranges
 from cursor.wire.range_runs import LedgerRuns, ledger_run_pieces
@@ -193,3 +193,21 @@ def test_corrupted_stretches_decode_as_protobuf_reads_them_or_not_at_all(seed: i
     low, high = [m.lowerEndpoint for m in messages], [m.upperEndpoint for m in messages]
     rows = [(a.ledgerId, a.entryId, b.ledgerId, b.entryId) for a, b in zip(low, high, strict=True)]
     assert ours.ranges.same_as(wire(rows))
+
+
+def test_ranges_are_handed_on_a_few_records_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wire_scan, "_RUN_BYTES", 100_000)
+    runs = [sorted_runs(ledger, 20_000, ledger, 30) for ledger in (3, 4, 5)]
+    ledgers = np.concatenate([np.full(firsts.size, ledger) for ledger, firsts, _ in runs])
+    lower = np.concatenate([firsts for _, firsts, _ in runs]) - 1
+    upper = np.concatenate([lasts for _, _, lasts in runs])
+    ranges = WireRanges(ledgers.astype(np.int64), lower, ledgers.astype(np.int64), upper)
+    data = encode_position_info(PositionInfoContent(Position(7, 3), ranges)) + NEWER_FIELD
+    handed: list[WireRanges] = []
+    content = decode_position_info_pieces([data], "test", handed.append)
+    assert len(handed) > len(data) // 200_000  # in steps of about 100 kB of records
+    assert max(len(batch) for batch in handed) * 14 < 100_000 + (1 << 18) * 42
+    assert WireRanges.concat(handed).same_as(ranges) and content.mark_delete == Position(7, 3)
+
+
+NEWER_FIELD = bytes.fromhex("7a026869")  # field 15, "hi": a field a newer Pulsar might add
