@@ -6,12 +6,14 @@ in a row:
     tag  len  0a n1 08 ledger 10 entry   12 n2 08 ledger 10 entry
               (lowerEndpoint)            (upperEndpoint)
 
-Every byte below 0x80 ends one of them, so one `flatnonzero` delimits a whole run of
-records; reshaped to (records, 14) they are validated and decoded column by column. The
-bytes are read 8 at a time ("lanes", see varint.py): four loads per record hold all ten
-fixed bytes and, unless a value is unusually long, the four values too. A record that is
-not canonical (unknown fields, other field order) ends the vectorised run; the caller
-parses it with protobuf and carries on.
+Long stretches of records of one layout (what a ledger's sorted runs give) are checked and
+decoded without delimiting anything (range_shapes.py). Otherwise: every byte below 0x80
+ends one of the varints, so one `flatnonzero` delimits a whole window of records; reshaped
+to (records, 14) they are validated and decoded column by column. The bytes are read 8 at a
+time ("lanes", see varint.py): four loads per record hold all ten fixed bytes and, unless a
+value is unusually long, the four values too. A record that is not canonical (unknown
+fields, other field order) ends the vectorised run; the caller parses it with protobuf and
+carries on.
 """
 
 from __future__ import annotations
@@ -21,11 +23,8 @@ from numpy.typing import NDArray
 
 from cursor.ack import I64, U8, U64
 from cursor.wire.content import WireRanges
-from cursor.wire.range_encode import encode_message_ranges, message_range_parts
 from cursor.wire.range_shapes import decode_same_layout
 from cursor.wire.varint import decode_varints_at, lanes_at, token_ends, varints_of_lanes
-
-__all__ = ["decode_range_run", "encode_message_ranges", "message_range_parts"]
 
 TOKENS = 14
 _WINDOW = 1 << 18  # bytes delimited per pass at most: small enough to stay in cache
