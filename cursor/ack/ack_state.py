@@ -132,9 +132,14 @@ class AckState:
         """Acknowledge every entry set in `bitmap` (recovery, decoding)."""
         if ledger_id < self._mark_delete.ledger_id or bitmap.is_empty():
             return
-        own = self._bitmap_for(ledger_id)
-        before = own.runs
-        own.merge(bitmap)
+        own = self._bitmaps.get(ledger_id)
+        before = 0
+        if own is None:
+            own = bitmap.copy()  # no array to grow and OR into: the common case at recovery
+            self._bitmaps.put(ledger_id, own)
+        else:
+            before = own.runs
+            own.merge(bitmap)
         if ledger_id == self._mark_delete.ledger_id:
             own.discard_through(self._mark_delete.entry_id)
         self._range_count += own.runs - before

@@ -40,6 +40,19 @@ def _merged(firsts: I64, lasts: I64) -> tuple[I64, I64]:
     return firsts[new_run], np.maximum.reduceat(lasts, np.flatnonzero(new_run))
 
 
+def _toggle_sorted(toggles: U64, points: I64, base: int) -> None:
+    """Flip bit `point` for each of `points`, ascending and distinct: the bits landing in one
+    word are OR-ed together first (a reduction per run of equal words, which is much faster
+    than `np.bitwise_xor.at` point by point), then each word is flipped once."""
+    words = points >> 6
+    first = np.empty(words.size, np.bool_)
+    first[0] = True
+    np.not_equal(words[1:], words[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    bits = np.left_shift(np.uint64(1), (points & 63).astype(np.uint64))
+    toggles[words[starts] - base] ^= np.bitwise_or.reduceat(bits, starts)
+
+
 def _trailing_ones(word: int) -> int:
     return (word ^ (word + 1)).bit_length() - 1
 
@@ -71,6 +84,9 @@ class LedgerBitmap:
         bits then sets exactly the covered entries: within a word by doubling shifts, across
         words by the running parity of the words before.
         """
+        nonempty = firsts <= lasts
+        if not nonempty.all():  # an empty run sets nothing (and must not toggle anything)
+            firsts, lasts = firsts[nonempty], lasts[nonempty]
         if firsts.size == 0:
             return cls()
         if firsts.size > 1 and bool(np.all(firsts[1:] > lasts[:-1] + 1)):
@@ -80,11 +96,7 @@ class LedgerBitmap:
         base = int(starts[0]) >> 6
         toggles = np.zeros((int(ends.max()) + 1 >> 6) - base + 1, np.uint64)
         for points in (starts, ends + 1):
-            np.bitwise_xor.at(
-                toggles,
-                (points >> 6) - base,
-                np.left_shift(np.uint64(1), (points & 63).astype(np.uint64)),
-            )
+            _toggle_sorted(toggles, points, base)
         words = toggles.copy()
         for shift in (1, 2, 4, 8, 16, 32):
             words ^= words << np.uint64(shift)
@@ -195,16 +207,24 @@ class LedgerBitmap:
         return delta
 
     def runs_array(self) -> tuple[I64, I64]:
-        """Every run as (first entries, last entries), ascending."""
+        """Every run as (first entries, last entries), ascending.
+
+        A run starts at a set bit after a clear one and ends before a clear bit after a set
+        one: both edges are found a word at a time, and only their positions are unpacked
+        (they alternate, start then end + 1).
+        """
         if self._words.size == 0:
             empty = np.zeros(0, np.int64)
             return empty, empty
-        bits = np.unpackbits(self._words.astype("<u8").view(np.uint8), bitorder="little")
-        edges = np.diff(bits.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
-        offset = self._base * 64
-        firsts = np.flatnonzero(edges == 1).astype(np.int64) + offset
-        lasts = np.flatnonzero(edges == -1).astype(np.int64) + offset - 1
-        return firsts, lasts
+        words = np.zeros(self._words.size + 1, np.uint64)
+        words[:-1] = self._words
+        before = words << np.uint64(1)  # each bit's predecessor, carried across words
+        before[1:] |= words[:-1] >> np.uint64(63)
+        edges = (words ^ before).view(np.uint8)
+        bits = np.unpackbits(edges, bitorder="little").view(np.bool_)  # nonzero is fastest on bools
+        positions = np.flatnonzero(bits)
+        positions += self._base * 64
+        return positions[0::2], positions[1::2] - 1
 
     # -- whole bitmap --------------------------------------------------------------------
 

@@ -4,8 +4,8 @@ The full-state (PIP-381) and incremental (PIP-81) layouts, and recovery from eit
 names the layer above uses; modules inside this layer import each other directly.
 """
 
-from cursor.persistence import chunking
-from cursor.persistence.capture import PersistReport, apply_ranges, capture, restore
+from cursor.persistence import chunking, streamed
+from cursor.persistence.capture import PersistReport, capture, restore
 from cursor.persistence.full_state import FullStatePersistence
 from cursor.persistence.incremental import IncrementalPersistence
 from cursor.persistence.ledger_port import (
@@ -15,6 +15,7 @@ from cursor.persistence.ledger_port import (
     WrittenState,
     last_entry_id,
 )
+from cursor.persistence.range_collector import RangeCollector, apply_ranges
 from cursor.persistence.recovery import recover
 from cursor.persistence.settings import CursorSettings
 
@@ -24,6 +25,7 @@ __all__ = [
     "FullStatePersistence",
     "IncrementalPersistence",
     "PersistReport",
+    "RangeCollector",
     "RecoveredState",
     "StatePersistence",
     "WrittenState",
@@ -33,4 +35,5 @@ __all__ = [
     "last_entry_id",
     "recover",
     "restore",
+    "streamed",
 ]

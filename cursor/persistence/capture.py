@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import DecodeError
-from cursor.ack import AckState, BitmapStore, LedgerBitmap, LedgerLayout, Position
+from cursor.ack import AckState, BitmapStore, LedgerBitmap, LedgerLayout
+from cursor.persistence.range_collector import RangeCollector
 from cursor.wire import BatchIndexes, LedgerBits, PositionInfoContent, RangeEncoding, WireRanges
 
 MAX_BATCH_DELETED_INDEX_TO_PERSIST = 10_000
@@ -90,6 +90,34 @@ def capped_batches(state: AckState, max_batches: int) -> tuple[tuple[BatchIndexe
 
 
 def _ranges_within(bitmaps: BitmapStore, ledger_ids: list[int], cap: int) -> WireRanges:
+    """The first `cap` runs, written straight into columns sized from the run counts the
+    store keeps (no per-ledger arrays to concatenate: at 10M ranges those copies cost more
+    than finding the runs). Both endpoints share one ledger column."""
+    total = min(cap, sum(bitmaps.runs_of(ledger_id) for ledger_id in ledger_ids))
+    ledgers = np.empty(total, np.int64)
+    lower = np.empty(total, np.int64)
+    upper = np.empty(total, np.int64)
+    filled = 0
+    for ledger_id in ledger_ids:
+        if filled >= total:
+            break
+        bitmap = bitmaps.get(ledger_id)
+        if bitmap is None:
+            continue
+        firsts, lasts = bitmap.runs_array()
+        count = min(firsts.size, total - filled)
+        if firsts.size != bitmaps.runs_of(ledger_id):
+            return _ranges_concatenated(bitmaps, ledger_ids, cap)  # a count out of step
+        ledgers[filled : filled + count] = ledger_id
+        np.subtract(firsts[:count], 1, out=lower[filled : filled + count])
+        upper[filled : filled + count] = lasts[:count]
+        filled += count
+    if filled < total:
+        return _ranges_concatenated(bitmaps, ledger_ids, cap)
+    return WireRanges(ledgers, lower, ledgers, upper)
+
+
+def _ranges_concatenated(bitmaps: BitmapStore, ledger_ids: list[int], cap: int) -> WireRanges:
     parts: list[WireRanges] = []
     left = cap
     for ledger_id in ledger_ids:
@@ -128,8 +156,10 @@ def restore(
     batch_index_level: bool = False,
     layout: LedgerLayout | None = None,
     bitmaps: BitmapStore | None = None,
+    collected: RangeCollector | None = None,
 ) -> AckState:
-    """An ack state holding what `content` says is acknowledged."""
+    """An ack state holding what `content` says is acknowledged; its ranges, or those
+    `collected` while it was decoded piece by piece."""
     state = AckState(
         content.mark_delete,
         batch_index_level=batch_index_level,
@@ -137,60 +167,10 @@ def restore(
         bitmaps=bitmaps,
         properties=content.properties,
     )
-    apply_ranges(state, content.ranges)
+    (RangeCollector.of(content.ranges) if collected is None else collected).apply(state)
     for bits in content.bitsets:
         state.merge_bitmap(bits.ledger_id, LedgerBitmap.from_words(bits.words))
     for batch in content.batch_indexes:
         state.restore_batch(batch.position, batch.mask)
     state.take_dirty()
     return state
-
-
-def apply_ranges(state: AckState, ranges: WireRanges) -> None:
-    """Acknowledge what MessageRanges cover, grouped by ledger and vectorised per ledger.
-
-    A range crossing ledgers ((L1:e1, L2:e2], written by Pulsar's non-open range set) is
-    expanded with the ledger layout when there is one. Without it only its part in L2 is
-    taken: where L1 ends is unknown, and counting too little as acknowledged is the safe
-    side (a redelivery, never a lost message).
-    """
-    same = ranges.lower_ledger == ranges.upper_ledger
-    firsts, lasts, ledgers = (
-        ranges.lower_entry[same] + 1,
-        ranges.upper_entry[same],
-        ranges.lower_ledger[same],
-    )
-    keep = lasts >= firsts
-    firsts, lasts, ledgers = firsts[keep], lasts[keep], ledgers[keep]
-    if firsts.size and int(firsts.min()) < 0:
-        raise DecodeError(f"a range starts before entry 0 (lower endpoint {int(firsts.min()) - 1})")
-    if np.any(ledgers[1:] < ledgers[:-1]):
-        order = np.argsort(ledgers, kind="stable")
-        ledgers, firsts, lasts = ledgers[order], firsts[order], lasts[order]
-    bounds = np.flatnonzero(np.diff(ledgers)) + 1
-    for group_firsts, group_lasts, group_ledgers in zip(
-        np.split(firsts, bounds), np.split(lasts, bounds), np.split(ledgers, bounds), strict=True
-    ):
-        if group_firsts.size:
-            bitmap = LedgerBitmap.from_runs(group_firsts, group_lasts)
-            state.merge_bitmap(int(group_ledgers[0]), bitmap)
-    for index in np.flatnonzero(~same):
-        _apply_crossing(state, ranges, int(index))
-
-
-def _apply_crossing(state: AckState, ranges: WireRanges, index: int) -> None:
-    low = Position(int(ranges.lower_ledger[index]), int(ranges.lower_entry[index]))
-    high = Position(int(ranges.upper_ledger[index]), int(ranges.upper_entry[index]))
-    if high <= low:
-        return
-    layout = state.layout
-    if layout is not None:
-        last = layout.last_entry(low.ledger_id)
-        if last is not None and last > low.entry_id:
-            state.ack_range(low.ledger_id, low.entry_id + 1, last)
-        for ledger_id in layout.ledgers_between(low.ledger_id, high.ledger_id):
-            end = layout.last_entry(ledger_id)
-            if end is not None and end >= 0:
-                state.ack_range(ledger_id, 0, end)
-    if high.entry_id >= 0:
-        state.ack_range(high.ledger_id, 0, high.entry_id)

@@ -18,7 +18,7 @@ first chunk of a torn sequence from passing for a state.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -60,6 +60,7 @@ class ChunkFooter:
 class Written:
     entry_id: int  # the footer, or the single entry
     entries: int  # appended, chunks and footer included
+    payload_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -71,18 +72,60 @@ class Found(Generic[T]):
 
 def split(payload: bytes, max_entry_size: int) -> list[bytes]:
     """The entries for one payload: itself, or its chunks and the footer."""
+    return list(_entries(payload, max_entry_size))
+
+
+def _entries(payload: bytes, max_entry_size: int) -> Iterator[bytes]:
     if len(payload) < max_entry_size:
-        return [payload]
-    chunks = [payload[i : i + max_entry_size] for i in range(0, len(payload), max_entry_size)]
-    return [*chunks, ChunkFooter(len(chunks), len(payload)).to_bytes()]
+        yield payload
+        return
+    for start in range(0, len(payload), max_entry_size):
+        yield payload[start : start + max_entry_size]
+    yield ChunkFooter(-(-len(payload) // max_entry_size), len(payload)).to_bytes()
 
 
 def write(ledgers: CursorLedgers, ledger_id: int, payload: bytes, max_entry_size: int) -> Written:
-    entries = split(payload, max_entry_size)
+    """One chunk in memory at a time beside the payload, not a second copy of it."""
     entry_id = -1
-    for entry in entries:
+    entries = 0
+    for entry in _entries(payload, max_entry_size):
         entry_id = ledgers.append(ledger_id, entry)
-    return Written(entry_id, len(entries))
+        entries += 1
+    return Written(entry_id, entries, len(payload))
+
+
+def write_pieces(
+    ledgers: CursorLedgers,
+    ledger_id: int,
+    pieces: Iterable[bytes | memoryview],
+    max_entry_size: int,
+) -> Written:
+    """`write` of the pieces' concatenation, which is never built: each chunk is joined from
+    the pieces it spans as soon as they are there, and appended. Memory stays at a chunk and
+    a piece whatever the payload's size."""
+    pending: list[memoryview] = []
+    held = length = entries = 0
+    entry_id = -1
+    for piece in pieces:
+        view = memoryview(piece).cast("B")
+        length += len(view)
+        while held + len(view) >= max_entry_size:
+            take = max_entry_size - held
+            pending.append(view[:take])
+            entry_id = ledgers.append(ledger_id, b"".join(pending))
+            entries += 1
+            pending, held, view = [], 0, view[take:]
+        if len(view):
+            pending.append(view)
+            held += len(view)
+    if entries == 0:  # smaller than a chunk after all: one plain entry
+        entry_id = ledgers.append(ledger_id, b"".join(pending))
+        return Written(entry_id, 1, length)
+    if held:
+        ledgers.append(ledger_id, b"".join(pending))
+        entries += 1
+    entry_id = ledgers.append(ledger_id, ChunkFooter(entries, length).to_bytes())
+    return Written(entry_id, entries + 1, length)
 
 
 def join(entries: list[bytes]) -> bytes:
@@ -129,15 +172,50 @@ def find_latest(
     accept: Callable[[bytes, int], T],
 ) -> Found[T]:
     """The newest complete state `accept` can decode (it raises DecodeError otherwise)."""
+    return find_latest_pieces(
+        ledgers, ledger_id, max_entry_size, lambda pieces, at: accept(b"".join(pieces), at)
+    )
+
+
+def find_latest_pieces(
+    ledgers: CursorLedgers,
+    ledger_id: int,
+    max_entry_size: int,
+    accept: Callable[[Iterator[bytes], int], T],
+) -> Found[T]:
+    """`find_latest` handing `accept` the payload in pieces, its chunks read one at a time as
+    it asks for them: a chunked state is never held whole unless `accept` joins it. A
+    sequence whose chunks do not add up raises ChunkSequenceError once `accept` has read it."""
     last = last_entry_id(ledgers, ledger_id)
     entry_id = last
     while entry_id >= 0:
         entry = read_entry(ledgers, ledger_id, entry_id) or b""
         try:
             if entry.startswith(b"{") or len(entry) != max_entry_size:
-                payload = _payload(ledgers, ledger_id, entry_id, entry)
-                return Found(accept(payload, entry_id), entry_id, last - entry_id)
+                pieces = _pieces(ledgers, ledger_id, entry_id, entry)
+                return Found(accept(pieces, entry_id), entry_id, last - entry_id)
         except DecodeError:
             pass  # torn or corrupt: the state before it
         entry_id -= 1
     raise NoCompleteStateError(f"cursor ledger {ledger_id} holds no complete state")
+
+
+def _pieces(ledgers: CursorLedgers, ledger_id: int, entry_id: int, entry: bytes) -> Iterator[bytes]:
+    footer = ChunkFooter.parse(entry)
+    if footer is None:
+        yield entry
+        return
+    first = entry_id - footer.num_parts
+    if first < 0:
+        raise ChunkSequenceError(f"footer at {entry_id} claims {footer.num_parts} parts")
+    length = 0
+    for chunk_id in range(first, entry_id):
+        chunk = read_entry(ledgers, ledger_id, chunk_id)
+        if chunk is None:
+            raise ChunkSequenceError(f"ledger {ledger_id} has no entry {chunk_id}")
+        length += len(chunk)
+        if length > footer.length:
+            break
+        yield chunk
+    if length != footer.length:
+        raise ChunkSequenceError(f"{length} bytes in chunks, footer says {footer.length}")

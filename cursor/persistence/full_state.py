@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from core.errors import LedgerStorageError
 from cursor.ack import AckState, LedgerLayout
-from cursor.persistence import chunking
+from cursor.persistence import chunking, streamed
 from cursor.persistence.capture import capture
 from cursor.persistence.ledger_port import CursorLedgers, RecoveredState, WrittenState
 from cursor.persistence.recovery import recover
@@ -27,6 +27,10 @@ class FullStatePersistence:
 
     def write_into(self, state: AckState, ledger_id: int) -> WrittenState:
         settings = self._settings
+        if streamed.streams(state, settings):
+            report, written = streamed.write_streamed(self._ledgers, ledger_id, state, settings)
+            state.take_dirty()
+            return WrittenState(ledger_id, report, written.entries)
         content, report = capture(
             state,
             settings.range_encoding,

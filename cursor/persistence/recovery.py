@@ -9,7 +9,7 @@ feature was enabled read as they always did.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from core.errors import DecodeError
 from cursor.ack import (
@@ -25,8 +25,15 @@ from cursor.ack import (
 from cursor.persistence import chunking
 from cursor.persistence.capture import restore
 from cursor.persistence.ledger_port import CursorLedgers, RecoveredState
+from cursor.persistence.range_collector import RangeCollector
 from cursor.persistence.settings import CursorSettings
-from cursor.wire import IndexEntry, PositionInfoContent, ack_index, decode_state
+from cursor.wire import (
+    IndexEntry,
+    PositionInfoContent,
+    ack_index,
+    decode_state,
+    decode_state_pieces,
+)
 
 
 def recover(
@@ -41,16 +48,26 @@ def recover(
     `on_marker` learns a marker's mark-delete position and index before anything is swapped
     in or out through it."""
 
-    def complete_state(payload: bytes, entry_id: int) -> PositionInfoContent:
-        content = decode_state(payload, f"cursor ledger {ledger_id} entry {entry_id}")
+    def complete_state(
+        pieces: Iterator[bytes], entry_id: int
+    ) -> tuple[PositionInfoContent, RangeCollector]:
+        # The ranges become bitmaps as they are decoded: a chunked state is never held whole.
+        collected = RangeCollector()
+        where = f"cursor ledger {ledger_id} entry {entry_id}"
+        content = decode_state_pieces(pieces, where, collected.add)
         if ack_index.ledger_of(content) is not None:
             raise DecodeError(f"entry {entry_id} is one ledger's acks, not a complete state")
-        return content
+        return content, collected
 
-    found = chunking.find_latest(ledgers, ledger_id, settings.max_entry_size, complete_state)
-    content = found.value
+    found = chunking.find_latest_pieces(ledgers, ledger_id, settings.max_entry_size, complete_state)
+    content, collected = found.value
     if not ack_index.is_marker(content):
-        state = restore(content, batch_index_level=settings.batch_index_level, layout=layout)
+        state = restore(
+            content,
+            batch_index_level=settings.batch_index_level,
+            layout=layout,
+            collected=collected,
+        )
         return RecoveredState(state, ledger_id, found.entry_id, found.skipped)
 
     def load(data_ledger: int, entry: IndexEntry) -> LedgerBitmap:

@@ -10,6 +10,7 @@ from cursor.wire.compression import (
     compress,
     compression_type,
     decode_state,
+    decode_state_pieces,
     decompress,
     encode_state,
 )
@@ -22,7 +23,11 @@ from cursor.wire.content import (
     WireRanges,
 )
 from cursor.wire.cursor_info_codec import decode_cursor_info, encode_cursor_info
-from cursor.wire.position_info_codec import decode_position_info, encode_position_info
+from cursor.wire.position_info_codec import (
+    decode_position_info,
+    encode_position_info,
+    split_position_info_pieces,
+)
 
 __all__ = [
     "BatchIndexes",
@@ -38,8 +43,10 @@ __all__ = [
     "decode_cursor_info",
     "decode_position_info",
     "decode_state",
+    "decode_state_pieces",
     "decompress",
     "encode_cursor_info",
     "encode_position_info",
     "encode_state",
+    "split_position_info_pieces",
 ]

@@ -11,9 +11,16 @@ rather than the znode-sized default of `metadata_codec`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from itertools import chain
+
 from core.errors import ConfigurationError
-from cursor.wire.content import PositionInfoContent
-from cursor.wire.position_info_codec import decode_position_info, encode_position_info
+from cursor.wire.content import PositionInfoContent, WireRanges
+from cursor.wire.position_info_codec import (
+    decode_position_info,
+    decode_position_info_pieces,
+    encode_position_info,
+)
 from deletion.wire import metadata_codec
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
 
@@ -53,3 +60,23 @@ def encode_state(
 def decode_state(payload: bytes, where: str) -> PositionInfoContent:
     plain, _ = decompress(payload, where)
     return decode_position_info(plain, where)
+
+
+def decode_state_pieces(
+    pieces: Iterable[bytes], where: str, on_ranges: Callable[[WireRanges], None]
+) -> PositionInfoContent:
+    """`decode_state` of the pieces' concatenation, its ranges handed to `on_ranges` a few MB
+    of records at a time (the content returned holds none). Uncompressed, the payload is
+    never held whole; compressed, it must be, to be inflated, but its ranges still are not."""
+    remaining = iter(pieces)
+    head: list[bytes] = []
+    while sum(map(len, head)) < len(metadata_codec.MAGIC):
+        piece = next(remaining, None)
+        if piece is None:
+            break
+        head.append(piece)
+    first = b"".join(head)
+    if not metadata_codec.is_wrapped(first):
+        return decode_position_info_pieces(chain((first,), remaining), where, on_ranges)
+    plain, _ = decompress(b"".join((first, *remaining)), where)
+    return decode_position_info_pieces((plain,), where, on_ranges)

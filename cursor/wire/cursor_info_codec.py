@@ -13,7 +13,7 @@ from core.errors import DecodeError
 from cursor.ack import Position
 from cursor.wire.content import CursorInfoContent
 from cursor.wire.position_info_codec import batch_indexes, batch_message
-from cursor.wire.range_wire import encode_message_ranges
+from cursor.wire.range_encode import encode_message_ranges
 from cursor.wire.wire_scan import LENGTH_DELIMITED, VARINT, scan
 from deletion.wire.proto import require_complete
 from deletion.wire.proto.ml_data_formats_pb2 import LongProperty, ManagedCursorInfo, StringProperty

@@ -84,3 +84,84 @@ def read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
             return result & 0xFFFFFFFFFFFFFFFF, index + 1
         shift += 7
     raise ValueError(f"truncated or overlong varint at byte {pos}")
+
+
+# -- lanes: a varint's bytes held in one uint64, for column-wise work without byte loops --
+
+# Operands are python ints, not numpy scalars, where they fit in an int64: numpy takes its
+# fast path for those (and its slow one for a python int beyond).
+_BYTES_LOW7 = 0x7F7F7F7F7F7F7F7F
+BYTES_HIGH = np.uint64(0x8080808080808080)
+
+
+def varint_width(value: int) -> int:
+    """Bytes the varint of a uint64 takes (1 to 10)."""
+    return max(1, (value.bit_length() + 6) // 7)
+
+
+def varint_lanes(values: U64, width: int) -> tuple[U64, U64 | None, U8]:
+    """Each value's varint as little-endian bytes: (bytes 0-7, bytes 8-9, sizes).
+
+    `width` is the largest size among `values`; bytes 8 and 9 exist only when it is over 8.
+    Bytes past a varint's size are zero. The 7-bit groups are spread into bytes by shifts
+    (group k moves up k bits), and a byte carries the continuation bit when any byte above
+    it is non-zero: the bytes above are OR-ed down ("smeared"), and adding 0x7f to a byte of
+    at most 0x7f sets its high bit exactly when it is non-zero.
+    """
+    low = np.empty_like(values)
+    np.bitwise_and(values, 0x7F, out=low)
+    if width == 1:
+        ones: U8 = np.ones(values.shape, np.uint8)
+        return low, None, ones
+    shifted = np.empty_like(values)
+    for k in range(1, min(width, 8)):
+        np.left_shift(values, k, out=shifted)
+        shifted &= 0x7F << (8 * k)
+        low |= shifted
+    above = np.empty_like(values)
+    np.right_shift(low, 8, out=above)
+    high = None
+    if width > 8:
+        top = np.empty_like(values)
+        np.right_shift(values, 63, out=top)
+        high = np.empty_like(values)
+        np.right_shift(values, 56, out=high)
+        high &= 0x7F
+        high |= top << np.uint64(8)
+        above |= (high != 0).astype(np.uint64) << np.uint64(56)
+        high |= top << np.uint64(7)  # byte 8 continues into byte 9
+    span = 1
+    while span < min(width - 1, 8):
+        above |= above >> np.uint64(8 * span)
+        span *= 2
+    above += _BYTES_LOW7
+    above &= BYTES_HIGH
+    low |= above
+    sizes: U8 = np.bitwise_count(above)
+    sizes += 1
+    if high is not None:
+        sizes += (values >> np.uint64(63)).astype(np.uint8)
+    return low, high, sizes
+
+
+def lanes_at(buf: U8, offset: int, count: int) -> U64:
+    """The 8 bytes from each of `count` byte offsets of `buf` as uint64s (overlapping,
+    unaligned): a varint's bytes are then one gather away. `buf` must hold 7 bytes more."""
+    return np.ndarray((count,), np.dtype("<u8"), buffer=buf, offset=offset, strides=(1,))
+
+
+_KEEP_BYTES = np.array([(1 << min(8 * size, 64)) - 1 for size in range(11)], np.uint64)
+
+
+def varints_of_lanes(lanes: U64, sizes: I64, width: int) -> U64:
+    """Decode varints of `sizes` bytes (at most 8 are read; `width` the largest) from their
+    lanes, whatever follows them in the lane. `lanes` is overwritten."""
+    lanes &= _KEEP_BYTES[sizes]
+    values = np.empty_like(lanes)
+    np.bitwise_and(lanes, 0x7F, out=values)
+    shifted = np.empty_like(lanes)
+    for k in range(1, min(width, 8)):  # python ints as operands: numpy's fast scalar path
+        np.right_shift(lanes, k, out=shifted)
+        shifted &= 0x7F << (7 * k)
+        values |= shifted
+    return values

@@ -10,12 +10,13 @@ past the end is refused: those mean the bytes are not what we think they are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from core.errors import DecodeError
+from cursor.ack import U8
 from cursor.wire.bitset_wire import decode_long_list_map
 from cursor.wire.content import LedgerBits, WireRanges
 from cursor.wire.range_wire import decode_range_run
@@ -26,6 +27,10 @@ from deletion.wire.proto.ml_data_formats_pb2 import MessageRange
 VARINT, FIXED64, LENGTH_DELIMITED, FIXED32 = 0, 1, 2, 5
 # Groups (3, 4) were deprecated before Pulsar existed; no new field will be one.
 _SKIPPABLE = frozenset((VARINT, FIXED64, LENGTH_DELIMITED, FIXED32))
+
+
+_LOOKAHEAD = 1 << 16  # bytes kept ahead when the message comes in pieces
+_RUN_BYTES = 4 << 20  # records decoded before their ranges are handed on
 
 
 @dataclass
@@ -42,36 +47,98 @@ def scan(
     bitset_field: int | None,
     where: str,
 ) -> ScannedMessage:
-    buf = np.frombuffer(data, np.uint8)
-    rest: list[bytes] = []
     ranges: list[WireRanges] = []
+    scanned = scan_pieces([data], wire_types, range_field, bitset_field, where, ranges.append)
+    scanned.ranges = WireRanges.concat(ranges)
+    return scanned
+
+
+def scan_pieces(
+    pieces: Iterable[bytes],
+    wire_types: Mapping[int, int],
+    range_field: int,
+    bitset_field: int | None,
+    where: str,
+    on_ranges: Callable[[WireRanges], None],
+) -> ScannedMessage:
+    """`scan` of the pieces' concatenation, holding only a piece and a field at a time; the
+    ranges go to `on_ranges` as they are decoded (the result holds none)."""
+    source = _Pieces(pieces)
+    rest: list[bytes] = []
     bitsets: list[LedgerBits] = []
     range_tag = range_field << 3 | LENGTH_DELIMITED
-    position = 0
-    while position < len(data):
+    while source.ensure(_LOOKAHEAD):
+        data, position = source.data, source.position
         tag, after = _varint(data, position, where)
         number, wire = tag >> 3, tag & 7
         expected = wire_types.get(number)
-        if expected is None and number > 0 and wire in _SKIPPABLE:
-            position = _field_end(data, after, wire, where)
-            continue
-        if expected != wire:
+        known = expected is not None
+        if (known and expected != wire) or (not known and (number == 0 or wire not in _SKIPPABLE)):
             raise DecodeError(f"{where}: unexpected field {number} (wire type {wire})")
         if tag == range_tag:
-            run, end = decode_range_run(buf, position, range_tag)
+            run, end = decode_range_run(source.array(), position, range_tag, _RUN_BYTES)
             if end > position:
-                ranges.append(run)
-                position = end
+                on_ranges(run)
+                source.position = end
                 continue
         end = _field_end(data, after, wire, where)
+        if end > len(data):  # a field longer than the piece: gather the rest of it
+            span, body = end - position, after - position
+            if source.ensure(span) < span:
+                raise DecodeError(f"{where}: field overruns the {source.length} bytes")
+            data, position = source.data, source.position
+            after, end = position + body, position + span
+        source.position = end
+        if expected is None:
+            continue
         if tag == range_tag:
-            ranges.append(_one_range(data[_body(data, after, where) : end], where))
+            on_ranges(_one_range(data[_body(data, after, where) : end], where))
         elif number == bitset_field:
             bitsets.append(decode_long_list_map(data[_body(data, after, where) : end], where))
         else:
             rest.append(data[position:end])
-        position = end
-    return ScannedMessage(b"".join(rest), WireRanges.concat(ranges), bitsets)
+    return ScannedMessage(b"".join(rest), WireRanges(), bitsets)
+
+
+class _Pieces:
+    """The unread part of a message that arrives in pieces: `data[position:]`, refilled
+    from the next pieces when asked for more than it holds (one copy of each piece)."""
+
+    def __init__(self, pieces: Iterable[bytes]) -> None:
+        self._pieces = iter(pieces)
+        self._done = False
+        self._array: U8 | None = None
+        self.data = b""
+        self.position = 0
+        self.length = 0  # bytes taken from the pieces so far
+
+    def ensure(self, count: int) -> int:
+        """At least `count` unread bytes, or all there are; how many are held."""
+        held = len(self.data) - self.position
+        if held < count and not self._done:
+            parts: list[bytes | memoryview] = []
+            if held:
+                parts.append(memoryview(self.data)[self.position :])
+            while held < count:
+                piece = next(self._pieces, None)
+                if piece is None:
+                    self._done = True
+                    break
+                parts.append(piece)
+                held += len(piece)
+                self.length += len(piece)
+            if len(parts) == 1 and isinstance(parts[0], bytes):
+                self.data = parts[0]  # a whole piece: no copy
+            else:
+                self.data = b"".join(parts)
+            self.position = 0
+            self._array = None
+        return held
+
+    def array(self) -> U8:
+        if self._array is None:
+            self._array = np.frombuffer(self.data, np.uint8)
+        return self._array
 
 
 def _varint(data: bytes, position: int, where: str) -> tuple[int, int]:
@@ -86,18 +153,15 @@ def _body(data: bytes, after_tag: int, where: str) -> int:
 
 
 def _field_end(data: bytes, after_tag: int, wire: int, where: str) -> int:
+    """Where a field ends, which may be past the bytes held so far."""
     if wire == VARINT:
-        end = _varint(data, after_tag, where)[1]
-    elif wire == FIXED64:
-        end = after_tag + 8
-    elif wire == FIXED32:
-        end = after_tag + 4
-    else:
-        length, body = _varint(data, after_tag, where)
-        end = body + length
-    if end > len(data):
-        raise DecodeError(f"{where}: field overruns the {len(data)} bytes")
-    return end
+        return _varint(data, after_tag, where)[1]
+    if wire == FIXED64:
+        return after_tag + 8
+    if wire == FIXED32:
+        return after_tag + 4
+    length, body = _varint(data, after_tag, where)
+    return body + length
 
 
 def _one_range(body: bytes, where: str) -> WireRanges:
