@@ -90,7 +90,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/adapters/ledgers/bookkeeper.py",
         "return self._store.delete(self._path(ledger_id), expected_version)",
         "return self._store.delete(self._path(ledger_id))",
-        ("tests/integration/test_stores.py",),
+        ("tests/integration/test_stores.py", "tests/integration/test_ledger_storage.py"),
     ),
     NamedMutant(
         "bookkeeper",
@@ -98,7 +98,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/adapters/ledgers/bookkeeper.py",
         "[(self._path(i), versions[i]) for i in ids]",
         "[(self._path(i), ANY_VERSION) for i in ids]",
-        ("tests/integration/test_stores.py",),
+        ("tests/integration/test_stores.py", "tests/integration/test_ledger_storage.py"),
     ),
     NamedMutant(
         "zookeeper",
@@ -106,7 +106,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/adapters/stores/zookeeper.py",
         "self._client.delete(path, version=expected_version)",
         "self._client.delete(path)",
-        ("tests/integration/test_stores.py",),
+        ("tests/integration/test_stores.py", "tests/integration/test_ledger_storage.py"),
     ),
     NamedMutant(
         "zookeeper",
@@ -114,7 +114,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/adapters/stores/zookeeper.py",
         "self._client.delete_async(path, version)",
         "self._client.delete_async(path)",
-        ("tests/integration/test_stores.py",),
+        ("tests/integration/test_stores.py", "tests/integration/test_ledger_storage.py"),
     ),
     NamedMutant(
         "zookeeper",
@@ -122,7 +122,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/adapters/stores/zookeeper.py",
         "    except BadVersionError:\n        return Deletion.CHANGED",
         "    except BadVersionError:\n        return Deletion.GONE",
-        ("tests/integration/test_stores.py",),
+        ("tests/integration/test_stores.py", "tests/integration/test_ledger_storage.py"),
     ),
     NamedMutant(
         "references",

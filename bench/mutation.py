@@ -27,6 +27,7 @@ from bench._mutmut import PACKAGES, Verdicts, base_settings, run_mutmut, scratch
 from bench._named import NAMED, run_named
 
 STORES = "tests/integration/test_stores.py"
+LEDGERS = "tests/integration/test_ledger_storage.py"
 RACING = (
     "tests/integration/test_concurrent_delete.py"
     "::test_racing_deletes_of_one_ledger_succeed_exactly_once"
@@ -60,18 +61,21 @@ MODULES: tuple[Module, ...] = (
     ),
     Module("early", "consumers/early.py", ("tests/unit/test_early_gate.py",)),
     Module(
-        "bookkeeper", "deletion/adapters/ledgers/bookkeeper.py", (STORES, RACING), zookeeper=True
+        "bookkeeper",
+        "deletion/adapters/ledgers/bookkeeper.py",
+        (STORES, LEDGERS, RACING),
+        zookeeper=True,
     ),
     Module(
         "bookkeeper_metadata",
         "deletion/wire/bookkeeper_metadata.py",
-        ("tests/unit/test_proto_vectors.py", STORES),
+        ("tests/unit/test_proto_vectors.py", STORES, LEDGERS),
         zookeeper=True,
     ),
     Module(
         "zookeeper",
         "deletion/adapters/stores/zookeeper.py",
-        (STORES, RACING),
+        (STORES, LEDGERS, RACING),
         functions=tuple(
             f"{ZK_STORE}x_{name}__mutmut_*"
             for name in ("_translated", "_stat", "_read", "_deleted", "_settle")
