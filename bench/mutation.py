@@ -69,7 +69,7 @@ MODULES: tuple[Module, ...] = (
     Module(
         "bookkeeper_metadata",
         "deletion/wire/bookkeeper_metadata.py",
-        ("tests/unit/test_proto_vectors.py", STORES, LEDGERS),
+        ("tests/unit/test_bookkeeper_metadata.py", STORES, LEDGERS),
         zookeeper=True,
     ),
     Module(
