@@ -33,7 +33,8 @@ from deletion.domain.message import (
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder, sqlite_backend
-from harness.schema_broker import AVRO, SchemaBroker, pb, schema_broker, version_bytes
+from harness.pulsar_protocol import AVRO, pb, version_bytes
+from harness.schema_broker import SchemaBroker, schema_broker
 from transport.schema import subscribe, written
 
 NAMESPACE = NamespaceName("tenant", "ns")
