@@ -44,7 +44,7 @@ NAMED: tuple[NamedMutant, ...] = (
         """        consumer.acknowledge(message)
         future.result(timeout=self._policy.send_timeout_seconds)
         return None""",
-        ("tests/unit/test_reconsume.py",),
+        ("tests/unit/test_reconsume.py", "tests/unit/test_reconsume_limits.py"),
     ),
     NamedMutant(
         "reconsume",
@@ -53,7 +53,7 @@ NAMED: tuple[NamedMutant, ...] = (
         RETRY_SEND_THEN_ACK,
         """        consumer.acknowledge(message)
         return None""",
-        ("tests/unit/test_reconsume.py",),
+        ("tests/unit/test_reconsume.py", "tests/unit/test_reconsume_limits.py"),
     ),
     NamedMutant(
         "reconsume",
@@ -64,7 +64,7 @@ NAMED: tuple[NamedMutant, ...] = (
     @staticmethod""",
         """
     @staticmethod""",
-        ("tests/unit/test_reconsume.py",),
+        ("tests/unit/test_reconsume.py", "tests/unit/test_reconsume_limits.py"),
     ),
     NamedMutant(
         "early",

@@ -57,7 +57,7 @@ MODULES: tuple[Module, ...] = (
     Module(
         "reconsume",
         "consumers/reconsume.py",
-        ("tests/unit/test_reconsume.py", *HANDLER),
+        ("tests/unit/test_reconsume.py", "tests/unit/test_reconsume_limits.py", *HANDLER),
     ),
     Module("early", "consumers/early.py", ("tests/unit/test_early_gate.py",)),
     Module(

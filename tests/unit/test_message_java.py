@@ -36,7 +36,7 @@ from deletion.domain.message import (
     writer_schema_of,
 )
 from deletion.domain.topics import NamespaceName, TopicName
-from tests.unit.test_message import INFO_1, INFO_2, JAVA_1, JAVA_2, VECTOR_1, VECTOR_2, infos
+from tests.unit.message_rig import INFO_1, INFO_2, JAVA_1, JAVA_2, VECTOR_1, VECTOR_2, infos
 
 JAVA_VECTOR = bytes.fromhex("01000200020a0200020002207075626c69632f64656661756c742f74")
 JAVA_INFO = PendingDeleteLedgerInfo(

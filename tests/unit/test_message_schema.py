@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from core.errors import DecodeError, TransientBrokerError
 from deletion.domain.message import SCHEMA_DEFINITION, PendingDeleteLedgerInfo, decode, encode
-from tests.unit.test_message import infos
+from tests.unit.message_rig import infos
 from tests.unit.test_message_java import JAVA_INFO, JAVA_VECTOR
 from transport.schema import DeclaredAvroSchema, Written, written
 

@@ -8,7 +8,7 @@ import pytest
 from consumers.reconsume import Reconsumer, RetryPolicy
 from core.errors import BrokerError
 from deletion.domain import message_properties as props
-from tests.unit.test_reconsume import (
+from tests.unit.reconsume_rig import (
     ARCHIVE_TOPIC,
     NOW,
     NS,
