@@ -4,8 +4,6 @@ in-use source's tests share."""
 from __future__ import annotations
 
 import copy
-import datetime
-import ipaddress
 import json
 import ssl
 import threading
@@ -17,15 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from core.clock import EpochSeconds
 from deletion.adapters.admin_api import AdminApiInUseLedgers
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.domain.topics import TopicName
+from harness.pki import Pki, make_pki
 from transport.admin_http import AdminHttp
 
 TOKEN = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXJvbGU.Zm9yLXRlc3RzLW9ubHk"
@@ -219,70 +214,6 @@ def raised(action: Callable[[], object], kind: type[Exception]) -> Exception:
     return info.value
 
 
-@dataclass(frozen=True)
-class Pki:
-    ca_file: Path
-    server: ssl.SSLContext
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    directory = tmp_path_factory.mktemp("pki")
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ledger-janitor test CA")])
-    ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
-    usage = dict.fromkeys(
-        ["content_commitment", "key_encipherment", "data_encipherment", "key_agreement"], False
-    )
-    hour = datetime.timedelta(hours=1)
-
-    def certificate(subject: x509.Name, public_key: Any) -> x509.CertificateBuilder:
-        return (
-            x509.CertificateBuilder()
-            .issuer_name(ca_name)
-            .subject_name(subject)
-            .public_key(public_key)
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - hour)
-            .not_valid_after(now + hour)
-        )
-
-    ca = (
-        certificate(ca_name, ca_key.public_key())
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-                **usage,
-            ),
-            critical=True,
-        )
-        .add_extension(ski, critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    broker_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "broker")])
-    loopback = x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
-    leaf = (
-        certificate(broker_name, key.public_key())
-        .add_extension(x509.SubjectAlternativeName([loopback]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    (directory / "ca.pem").write_bytes(ca.public_bytes(pem))
-    (directory / "broker.pem").write_bytes(
-        leaf.public_bytes(pem)
-        + key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server.load_cert_chain(directory / "broker.pem")
-    return Pki(directory / "ca.pem", server)
+    return make_pki(tmp_path_factory.mktemp("pki"))

@@ -16,13 +16,13 @@ from core.errors import (
     MetadataError,
     TransientMetadataError,
 )
+from harness.pki import Pki
 from tests.integration.admin_api_rig import (
     RECORDED_IDS,
     STATS_PATH,
     TOKEN,
     TOPIC,
     Connect,
-    Pki,
     Reply,
     Seen,
     Serve,

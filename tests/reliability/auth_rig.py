@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
 import socket
 import ssl
 import struct
@@ -16,12 +14,9 @@ from pathlib import Path
 
 import pulsar
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from config import ServiceConfiguration
+from harness.pki import Pki, make_pki
 from transport import client as pulsar_broker
 
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
@@ -158,54 +153,6 @@ def config_for(url: str, **overrides: object) -> ServiceConfiguration:
     )
 
 
-@dataclass(frozen=True)
-class Pki:
-    ca_file: Path
-    server: ssl.SSLContext
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    directory = tmp_path_factory.mktemp("pki")
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "reliability test CA")])
-    window = datetime.timedelta(hours=1)
-
-    def certificate(
-        subject: x509.Name, public_key: ec.EllipticCurvePublicKey
-    ) -> x509.CertificateBuilder:
-        return (
-            x509.CertificateBuilder()
-            .issuer_name(ca_name)
-            .subject_name(subject)
-            .public_key(public_key)
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - window)
-            .not_valid_after(now + window)
-        )
-
-    ca = (
-        certificate(ca_name, ca_key.public_key())
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    leaf = (
-        certificate(
-            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "broker")]), key.public_key()
-        )
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    (directory / "ca.pem").write_bytes(ca.public_bytes(pem))
-    (directory / "broker.pem").write_bytes(
-        leaf.public_bytes(pem)
-        + key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server.load_cert_chain(directory / "broker.pem")
-    return Pki(directory / "ca.pem", server)
+    return make_pki(tmp_path_factory.mktemp("pki"))

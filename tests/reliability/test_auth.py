@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from config import ServiceConfiguration, load_configuration
+from harness.pki import Pki
 from ledger_janitor.embedded import EmbeddedBroker
 from tests.reliability.auth_rig import (
     TOKEN_PLUGIN,
     Connect,
-    Pki,
     attempt,
     config_for,
     fake_broker,
