@@ -22,6 +22,7 @@ from audit.errors import AuditError, describe_failure
 from audit.ledger_scan import ledger_inventory
 from audit.progress import ScanProgress
 from audit.reference_scan import metadata_references
+from audit.report_data import write_html_report
 from audit.schema import FOREIGN, ORPHAN, UNATTRIBUTABLE, YOUNG
 from core.errors import DecodeError, JanitorError
 from deletion.adapters.opening import StoreSpec
@@ -150,11 +151,12 @@ def run_audit(
         dangling = dangling.where(sf.col("ledger_id").isin(confirmed))
     result = AuditResult(ledgers, referenced, counts, confirmed, summary_rows, classified, dangling)
     if options.output is not None:
-        with progress.step(f"report: writing Parquet to {options.output}"):
+        with progress.step(f"report: writing Parquet and HTML to {options.output}"):
             figures = {
                 **result.figures(),
                 "now_ms": options.now_ms,
                 "min_age_ms": options.min_age_ms,
             }
             files.write_report(options.output, classified, dangling, summary, figures)
+            write_html_report(options.output, figures, summary_rows, classified, dangling)
     return result

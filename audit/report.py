@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
 
 from pyspark.sql import Row
 from rich.console import Console
@@ -11,25 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from audit.schema import ORPHAN
+from audit.units import human_bytes, utc_minute
 
 MAX_LISTED = 20
-
-
-def _bytes(value: int | None) -> str:
-    if value is None:
-        return "-"
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
-
-
-def _time(ctime_ms: int | None) -> str:
-    if ctime_ms is None:
-        return "-"
-    return datetime.fromtimestamp(ctime_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
 def summary_table(rows: Sequence[Row]) -> Table:
@@ -49,8 +32,8 @@ def summary_table(rows: Sequence[Row]) -> Table:
             row["namespace"] or "-",
             row["component"] or "-",
             str(row["ledgers"]),
-            _bytes(row["bytes"]),
-            _time(row["oldest_ctime_ms"]),
+            human_bytes(row["bytes"]),
+            utc_minute(row["oldest_ctime_ms"]),
             style=style,
         )
     return table

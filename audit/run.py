@@ -10,6 +10,7 @@ from rich.console import Console
 
 from audit.enqueue import enqueue_orphans
 from audit.errors import AuditError
+from audit.html_report import REPORT_FILE
 from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
 from audit.report import print_report
@@ -57,6 +58,8 @@ def run_command(
             stack.callback(storage.close)
         result = run_audit(session.spark, options, progress, storage)
         print_report(out, result.summary, result.dangling_ids)
+        if output is not None:
+            out.print(f"report written to {output}; open {output / REPORT_FILE}", soft_wrap=True)
         enqueued = 0
         if enqueue and result.orphans:
             enqueued = _enqueue(config, result.orphan_rows(), result.orphans, progress)

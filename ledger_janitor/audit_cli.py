@@ -78,7 +78,10 @@ def audit_command(
         typer.Option("--now", help="Judge ages as of this time (epoch ms or ISO-8601)."),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", metavar="DIR", help="Write the Parquet report here.")
+        Path | None,
+        typer.Option(
+            "--output", metavar="DIR", help="Write the report here: Parquet and report.html."
+        ),
     ] = None,
     enqueue: Annotated[
         bool,
@@ -108,10 +111,10 @@ def audit_command(
     try:
         from audit.run import run_command
     except ImportError as exc:
-        if (exc.name or "").split(".")[0] not in ("pyspark", "py4j"):
+        if (exc.name or "").split(".")[0] not in ("pyspark", "py4j", "jinja2"):
             raise
         raise JanitorError(
-            f"the audit needs PySpark ({exc.name} is missing): "
+            f"the audit needs PySpark and Jinja ({exc.name} is missing): "
             "pip install 'pulsar-ledger-janitor[audit]'"
         ) from exc
     figures = run_command(

@@ -1,0 +1,149 @@
+"""The HTML report's content, gathered from the audit's Spark results in this one place.
+
+A new finding becomes one more `Section` appended in `build_report_data`; the renderer
+(`audit.html_report`) does not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as sf
+
+from audit import transform
+from audit.html_report import Column, Figure, ReportData, Section, write_html
+from audit.schema import FOREIGN, ORPHAN, UNATTRIBUTABLE, YOUNG
+
+OLDEST_ORPHANS = 20
+DANGLING_LISTED = 500  # an alarm: list them all, short of a disaster
+
+# The headline, in order: (figures key, label, the section listing it, an alarm when not zero).
+_HEADLINE: tuple[tuple[str, str, str | None, bool], ...] = (
+    ("ledgers", "ledgers", None, False),
+    ("referenced", "referenced", None, False),
+    ("orphans", "orphans", "oldest-orphans", False),
+    ("dangling", "dangling references", "dangling", True),
+    (UNATTRIBUTABLE, "unattributable", "summary", False),
+    (FOREIGN, "foreign", "summary", False),
+    (YOUNG, "young", "summary", False),
+)
+_NOT_FIGURES = {"now_ms", "min_age_ms"}
+
+
+def _figures(figures: Mapping[str, Any], summary: Sequence[Row]) -> tuple[Figure, ...]:
+    shown = [
+        Figure(label, int(figures.get(key, 0)), section=section, alarm=alarm)
+        for key, label, section, alarm in _HEADLINE
+    ]
+    orphan_bytes = sum(int(r["bytes"] or 0) for r in summary if r["status"] == ORPHAN)
+    shown.insert(3, Figure("orphan bytes (known)", orphan_bytes, kind="bytes", section="summary"))
+    # Figures other steps add (AuditResult.extra) are shown too, by their key.
+    known = {key for key, *_ in _HEADLINE} | _NOT_FIGURES
+    shown += [
+        Figure(key.replace("_", " "), value)
+        for key, value in figures.items()
+        if key not in known and isinstance(value, int) and not isinstance(value, bool)
+    ]
+    return tuple(shown)
+
+
+# The summary's columns: (the Row field, its column).
+_SUMMARY_COLUMNS = (
+    ("status", Column("status")),
+    ("namespace", Column("namespace")),
+    ("component", Column("component")),
+    ("ledgers", Column("ledgers", "count")),
+    ("bytes", Column("bytes", "bytes")),
+    ("ledgers_with_size", Column("sized", "count")),
+    ("oldest_ctime_ms", Column("oldest (UTC)", "time")),
+)
+
+
+def _summary(summary: Sequence[Row]) -> Section:
+    return Section(
+        key="summary",
+        title="Unreferenced ledgers by status, namespace and component",
+        explanation="Only orphans are ever enqueued; the others are listed for a person to judge."
+        " Bytes count the ledgers whose size is known (closed ledgers).",
+        columns=tuple(column for _, column in _SUMMARY_COLUMNS),
+        rows=tuple(tuple(r[field] for field, _ in _SUMMARY_COLUMNS) for r in summary),
+        empty="No unreferenced ledgers.",
+    )
+
+
+def _oldest_orphans(classified: DataFrame, total: int) -> Section:
+    oldest = (
+        transform.orphans(classified)
+        .orderBy(sf.col("ctime_ms").asc(), sf.col("ledger_id").asc())
+        .limit(OLDEST_ORPHANS)
+        .collect()
+    )
+    return Section(
+        key="oldest-orphans",
+        title=f"The {OLDEST_ORPHANS} oldest orphans",
+        explanation="Unreferenced, older than the grace period and attributed to a topic by "
+        "their own metadata: what --enqueue sends to phase one.",
+        columns=(
+            Column("ledger id"),
+            Column("topic"),
+            Column("component"),
+            Column("created (UTC)", "time"),
+            Column("age", "duration"),
+            Column("size", "bytes"),
+        ),
+        rows=tuple(
+            (r["ledger_id"], r["topic"], r["component"], r["ctime_ms"], r["age_ms"], r["size"])
+            for r in oldest
+        ),
+        total=total,
+        empty="No orphans.",
+    )
+
+
+def _dangling(dangling: DataFrame) -> Section:
+    listed = dangling.orderBy("ledger_id", "topic", "component").limit(DANGLING_LISTED).collect()
+    found = len(listed) if len(listed) < DANGLING_LISTED else dangling.count()
+    return Section(
+        key="dangling",
+        title="Missing data: dangling references",
+        explanation="Pulsar's metadata references these ledgers, yet BookKeeper has no such "
+        "ledger: possible data loss. Never enqueued.",
+        columns=(Column("ledger id"), Column("topic"), Column("component")),
+        rows=tuple((r["ledger_id"], r["topic"], r["component"]) for r in listed),
+        total=found,
+        empty="None: every referenced ledger exists.",
+        alarm=True,
+    )
+
+
+def build_report_data(
+    figures: Mapping[str, Any],
+    summary: Sequence[Row],
+    classified: DataFrame,
+    dangling: DataFrame,
+) -> ReportData:
+    """`figures` as in audit.json (with `now_ms` and `min_age_ms`); `summary` collected from
+    `transform.summarize`; `classified` and `dangling` as the pipeline holds them."""
+    return ReportData(
+        now_ms=int(figures["now_ms"]),
+        min_age_ms=int(figures["min_age_ms"]),
+        figures=_figures(figures, summary),
+        sections=(
+            _summary(summary),
+            _oldest_orphans(classified, int(figures.get("orphans", 0))),
+            _dangling(dangling),
+        ),
+    )
+
+
+def write_html_report(
+    output: Path,
+    figures: Mapping[str, Any],
+    summary: Sequence[Row],
+    classified: DataFrame,
+    dangling: DataFrame,
+) -> Path:
+    return write_html(output, build_report_data(figures, summary, classified, dangling))
