@@ -2,8 +2,9 @@
 
 Each run has its own throw-away profile (`--user-data-dir`) and its own process group, and is
 marked in its environment: when the browser exits, or its time is up, the whole group is
-killed and any process of the run still alive after that (one that left the group) is
-reported in `ChromiumRun.survivors`, then killed too, so a test can assert there was none.
+killed, and any process of the run still alive after that, found by its group (Chromium's
+own processes overwrite their environment) or by the mark (a process that left the group),
+is reported in `ChromiumRun.survivors`, then killed too, so a test can assert there was none.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.leaks import Process, survivors
+from harness.leaks import Process, group_members, marked_processes
 
 BINARY = "/usr/bin/chromium"
 RUN_ENV = "LEDGER_JANITOR_CHROMIUM_RUN"
@@ -38,15 +40,17 @@ _FLAGS = (
 )
 
 
-class ChromiumError(RuntimeError):
-    pass
-
-
 @dataclass(frozen=True)
 class ChromiumRun:
     stdout: str
     stderr: str
     survivors: list[Process]  # this run's processes alive after its group was killed
+
+
+class ChromiumError(RuntimeError):
+    def __init__(self, message: str, run: ChromiumRun | None = None) -> None:
+        super().__init__(message)
+        self.run = run
 
 
 def binary() -> str:
@@ -69,7 +73,7 @@ def run_chromium(page: Path, *flags: str, timeout: float = 90.0) -> ChromiumRun:
                 stdout=stdout,
                 stderr=stderr,
                 start_new_session=True,  # its own process group, killed whole below
-                env={**os.environ, RUN_ENV: mark, "DBUS_SESSION_BUS_ADDRESS": "disabled:"},
+                env={**os.environ, **_scratch_home(Path(scratch)), RUN_ENV: mark},
             )
             try:
                 process.wait(timeout=timeout)
@@ -78,16 +82,36 @@ def run_chromium(page: Path, *flags: str, timeout: float = 90.0) -> ChromiumRun:
                 timed_out = True
             finally:
                 _kill_group(process)
-        left = survivors(RUN_ENV, mark, grace_seconds=5)
+        left = _survivors(mark, group=process.pid, grace_seconds=5)
         for survivor in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(survivor.pid, signal.SIGKILL)
         run = ChromiumRun(out.read_text(errors="replace"), err.read_text(errors="replace"), left)
     if timed_out:
-        raise ChromiumError(f"chromium did not finish {page} within {timeout}s:\n{run.stderr}")
+        raise ChromiumError(f"chromium did not finish {page} within {timeout}s", run)
     if process.returncode != 0:
-        raise ChromiumError(f"chromium exited {process.returncode} on {page}:\n{run.stderr}")
+        raise ChromiumError(f"chromium exited {process.returncode} on {page}:\n{run.stderr}", run)
     return run
+
+
+def _scratch_home(scratch: Path) -> dict[str, str]:
+    """Where Chromium keeps what the profile does not hold (its crash handler's database):
+    the run's scratch directory, never the user's home. No D-Bus to look for, either."""
+    return {
+        "XDG_CONFIG_HOME": str(scratch / "config"),
+        "XDG_CACHE_HOME": str(scratch / "cache"),
+        "DBUS_SESSION_BUS_ADDRESS": "disabled:",
+    }
+
+
+def _survivors(mark: str, group: int, grace_seconds: float) -> list[Process]:
+    """The run's processes still alive: in its group, or marked (one that left the group)."""
+    deadline = time.monotonic() + grace_seconds
+    while True:
+        left = {p.pid: p for p in [*group_members(group), *marked_processes(RUN_ENV, mark)]}
+        if not left or time.monotonic() > deadline:
+            return list(left.values())
+        time.sleep(0.1)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -66,6 +66,23 @@ def processes_mentioning(text: str) -> list[Process]:
     ]
 
 
+def _group(pid: int) -> int | None:
+    """The process group, from /proc/PID/stat (after the command name, which may hold spaces)."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[2])
+
+
+def group_members(group: int) -> list[Process]:
+    """Live processes of process group `group`: found even when a program has overwritten its
+    environment (Chromium's processes write their title over it, hiding any marker)."""
+    return [
+        Process(pid, _command(cmdline)) for pid, _, cmdline in _running() if _group(pid) == group
+    ]
+
+
 def survivors(name: str, value: str, grace_seconds: float) -> list[Process]:
     """Those still running after `grace_seconds`: a process that was just told to stop may
     take a moment to exit. Polls, since another process cannot notify us of its exit."""
