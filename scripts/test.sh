@@ -19,6 +19,13 @@ if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
 fi
 
+# Chromium (Debian's package) opens the audit's HTML report headless in the report tests.
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+    echo "installing Debian's chromium package..."
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 # The project with its test extra (pulsar-client, pulsar-lite, kazoo, hypothesis, ...).
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 

@@ -25,7 +25,7 @@ import tomllib
 REPO = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 PACKAGES = [p.rstrip("*") for p in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]]
-DATA_SUFFIXES = (".avsc", ".proto", ".pyi", "py.typed")
+DATA_SUFFIXES = (".avsc", ".proto", ".pyi", "py.typed", ".j2")
 
 
 def dockerfile_copies() -> list[tuple[list[str], str]]:
@@ -153,6 +153,8 @@ CHECK = textwrap.dedent(
         TopicName.parse("public/default/t"), LedgerComponent.MANAGED_LEDGER, LedgerType.LEDGER, 5
     )
     assert message.decode(message.encode(info)) == info  # the packaged Avro schema
+    from audit.html_report import ReportData, render
+    assert render(ReportData(0, 0, (), ())).startswith("<!DOCTYPE html>")  # the packaged template
     paths, failed = [()], {}
     def walk(command, prefix):
         for name, sub in sorted(getattr(command, "commands", {}).items()):
