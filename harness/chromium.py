@@ -82,7 +82,7 @@ def run_chromium(page: Path, *flags: str, timeout: float = 90.0) -> ChromiumRun:
                 timed_out = True
             finally:
                 _kill_group(process)
-        left = _survivors(mark, group=process.pid, grace_seconds=5)
+        left = _survivors(mark, group=process.pid, grace_seconds=10)
         for survivor in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(survivor.pid, signal.SIGKILL)
