@@ -10,6 +10,9 @@ from rich.console import Console
 
 from audit.enqueue import enqueue_orphans
 from audit.errors import AuditError
+from audit.offload_enqueue import enqueue_offloaded
+from audit.offload_report import print_tiered
+from audit.offload_targets import OffloadTargets, offload_targets
 from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
 from audit.report import print_report
@@ -42,6 +45,7 @@ def run_command(
         inventory_file=inventory,
         references_file=references,
         output=output,
+        offload=offload_targets(config),
     )
     with ExitStack() as stack:
         try:
@@ -57,18 +61,48 @@ def run_command(
             stack.callback(storage.close)
         result = run_audit(session.spark, options, progress, storage)
         print_report(out, result.summary, result.dangling_ids)
+        if result.tiered is not None:
+            print_tiered(out, result.tiered)
         enqueued = 0
         if enqueue and result.orphans:
             enqueued = _enqueue(config, result.orphan_rows(), result.orphans, progress)
             err.print(f"enqueued {enqueued} orphans for deletion (the worker re-checks each)")
         elif result.orphans:
             err.print(f"dry run: {result.orphans} orphans found; --enqueue sends them to phase one")
+        offloaded = _tiered_orphans(config, result, options.offload, enqueue, progress, err)
         figures = result.figures()
         figures.update(
-            enqueued=enqueued, dry_run=not enqueue, output=str(output) if output else None
+            enqueued=enqueued,
+            offload_enqueued=offloaded,
+            dry_run=not enqueue,
+            output=str(output) if output else None,
         )
         return figures
     raise AssertionError("unreachable")
+
+
+def _tiered_orphans(
+    config: ServiceConfiguration,
+    result: Any,
+    targets: OffloadTargets | None,
+    enqueue: bool,
+    progress: ScanProgress,
+    err: Console,
+) -> int:
+    """Enqueue the orphaned offloaded copies (OFFLOAD_LEDGER), or say how many a dry run found."""
+    rows = result.tiered.orphan_rows() if result.tiered is not None else []
+    if not rows or targets is None:
+        return 0
+    if not enqueue:
+        err.print(f"dry run: {len(rows)} orphaned offloaded ledgers found; --enqueue sends them")
+        return 0
+    with (
+        open_phase_one(config) as parts,
+        progress.counter("enqueueing offloaded orphans", len(rows)) as advance,
+    ):
+        sent = enqueue_offloaded(parts.phase_one, rows, targets, advance=advance)
+    err.print(f"enqueued {sent} orphaned offloaded ledgers (the worker re-checks each)")
+    return sent
 
 
 def _enqueue(config: ServiceConfiguration, rows: Any, total: int, progress: ScanProgress) -> int:

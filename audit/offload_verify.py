@@ -1,0 +1,52 @@
+"""Looking again, on the driver, for a complete offload's objects the listing did not show.
+
+They may have been written after the listing (the offloader sets `complete` last): only
+what is still absent now is reported missing. Any error other than "not found" fails the
+audit rather than raising a false data-loss alarm.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from audit.errors import AuditError
+from audit.offload_targets import OffloadTargets
+from deletion.adapters.offload import data_key, index_key
+from deletion.adapters.offload.s3 import storage_error
+from deletion.domain.topics import TopicName
+
+_MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
+
+
+def still_present(targets: OffloadTargets, row: Any) -> bool:
+    """Whether all of the offload's objects are there now (`row`: a missing_offloaded row)."""
+    ledger_id, uuid = int(row["ledger_id"]), str(row["offload_uuid"])
+    if row["store"] == "s3":
+        if targets.s3 is None:
+            raise AuditError("an S3 offload was judged with no S3 storage configured")
+        client = targets.s3.client()
+        bucket = targets.s3.bucket
+        return all(
+            _exists(client, bucket, key)
+            for key in (data_key(ledger_id, uuid), index_key(ledger_id, uuid))
+        )
+    if targets.filesystem is None:
+        raise AuditError("a filesystem offload was judged with no base path configured")
+    name = TopicName.parse(str(row["topic"])).managed_ledger_name
+    directory = Path(targets.filesystem.base_path).joinpath(*name.split("/"), f"{ledger_id}-{uuid}")
+    return (directory / "data").is_file() and (directory / "index").is_file()
+
+
+def _exists(client: Any, bucket: str, key: str) -> bool:
+    try:
+        client.head_object(Bucket=bucket, Key=key)
+    except ClientError as exc:
+        if str(exc.response.get("Error", {}).get("Code", "")) in _MISSING:
+            return False
+        raise storage_error(exc, f"HeadObject s3://{bucket}/{key}") from exc
+    except BotoCoreError as exc:
+        raise storage_error(exc, f"HeadObject s3://{bucket}/{key}") from exc
+    return True
