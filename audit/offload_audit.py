@@ -23,7 +23,7 @@ from audit import offload_classify as classify
 from audit.errors import AuditError, describe_failure
 from audit.offload_scan import offloaded_objects
 from audit.offload_targets import OffloadTargets
-from audit.offload_verify import still_present
+from audit.offload_verify import Presence
 from audit.progress import ScanProgress
 from audit.schema import MISSING_BOOKKEEPER, MISSING_OFFLOADED, ORPHAN, UNATTRIBUTABLE, YOUNG
 from core.errors import JanitorError
@@ -110,7 +110,8 @@ def audit_tiered(
         filesystem=targets.filesystem is not None,
         default_driver=targets.default_driver,
     )
-    confirmed = [row for row in gone.collect() if not still_present(targets, row)]
+    present = Presence(targets)
+    confirmed = [row for row in gone.collect() if not present(row)]
     gone_confirmed = gone.sparkSession.createDataFrame(confirmed, gone.schema)
     counted = classified.groupBy("status").count().collect()
     rows = {str(r["status"]): int(r["count"]) for r in counted}

@@ -21,23 +21,33 @@ from deletion.domain.topics import TopicName
 _MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
 
 
-def still_present(targets: OffloadTargets, row: Any) -> bool:
-    """Whether all of the offload's objects are there now (`row`: a missing_offloaded row)."""
-    ledger_id, uuid = int(row["ledger_id"]), str(row["offload_uuid"])
-    if row["store"] == "s3":
-        if targets.s3 is None:
+class Presence:
+    """Looks objects up again; one S3 client for all the candidates."""
+
+    def __init__(self, targets: OffloadTargets) -> None:
+        self._targets = targets
+        self._client: Any = None
+
+    def __call__(self, row: Any) -> bool:
+        """Whether all of the offload's objects are there now (`row`: a missing_offloaded row)."""
+        ledger_id, uuid = int(row["ledger_id"]), str(row["offload_uuid"])
+        if row["store"] == "s3":
+            return self._in_s3(ledger_id, uuid)
+        if self._targets.filesystem is None:
+            raise AuditError("a filesystem offload was judged with no base path configured")
+        name = TopicName.parse(str(row["topic"])).managed_ledger_name
+        base = Path(self._targets.filesystem.base_path)
+        directory = base.joinpath(*name.split("/"), f"{ledger_id}-{uuid}")
+        return (directory / "data").is_file() and (directory / "index").is_file()
+
+    def _in_s3(self, ledger_id: int, uuid: str) -> bool:
+        s3 = self._targets.s3
+        if s3 is None:
             raise AuditError("an S3 offload was judged with no S3 storage configured")
-        client = targets.s3.client()
-        bucket = targets.s3.bucket
-        return all(
-            _exists(client, bucket, key)
-            for key in (data_key(ledger_id, uuid), index_key(ledger_id, uuid))
-        )
-    if targets.filesystem is None:
-        raise AuditError("a filesystem offload was judged with no base path configured")
-    name = TopicName.parse(str(row["topic"])).managed_ledger_name
-    directory = Path(targets.filesystem.base_path).joinpath(*name.split("/"), f"{ledger_id}-{uuid}")
-    return (directory / "data").is_file() and (directory / "index").is_file()
+        if self._client is None:
+            self._client = s3.client()
+        keys = (data_key(ledger_id, uuid), index_key(ledger_id, uuid))
+        return all(_exists(self._client, s3.bucket, key) for key in keys)
 
 
 def _exists(client: Any, bucket: str, key: str) -> bool:
