@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -22,12 +22,14 @@ from pyspark.sql import functions as sf
 from audit import offload_classify as classify
 from audit.errors import AuditError, describe_failure
 from audit.offload_scan import offloaded_objects
-from audit.offload_targets import OffloadTargets
 from audit.offload_verify import Presence
 from audit.progress import ScanProgress
 from audit.schema import MISSING_BOOKKEEPER, MISSING_OFFLOADED, ORPHAN, UNATTRIBUTABLE, YOUNG
 from core.errors import JanitorError
 from deletion.adapters.offload import S3_DRIVERS
+
+if TYPE_CHECKING:
+    from audit.pipeline import AuditOptions
 
 
 @dataclass
@@ -74,10 +76,12 @@ def _kept(frame: DataFrame, what: str) -> tuple[DataFrame, int]:
 
 
 def list_objects(
-    spark: SparkSession, targets: OffloadTargets | None, progress: ScanProgress
+    spark: SparkSession, options: AuditOptions, progress: ScanProgress
 ) -> DataFrame | None:
-    """The offloaded objects, listed and kept; None when no offload storage is configured."""
-    if targets is None:
+    """The offloaded objects, listed and kept; None when no offload storage is configured, or
+    the references come from a file (which holds no offload UUIDs to judge them by)."""
+    targets = options.offload
+    if targets is None or options.references_file is not None:
         return None
     with progress.step(f"tiered storage: listing {targets.describe()}"):
         objects, _ = _kept(offloaded_objects(spark, targets), "the tiered-storage listing")
@@ -85,19 +89,16 @@ def list_objects(
 
 
 def audit_tiered(
-    objects: DataFrame | None,
-    references: DataFrame,
-    dangling: DataFrame,
-    targets: OffloadTargets | None,
-    now_ms: int,
-    min_age_ms: int,
+    objects: DataFrame | None, references: DataFrame, dangling: DataFrame, options: AuditOptions
 ) -> TieredAudit:
     missing = classify.missing_bookkeeper(dangling, references)
-    if objects is None or targets is None:
-        return _finish(TieredAudit(None, missing, []))
-    if "offload_uuid" not in references.columns:
+    targets = options.offload
+    if targets is not None and "offload_uuid" not in references.columns:
         why = "references read from a file carry no offload UUIDs; scan the metadata store"
         return _finish(TieredAudit(None, missing, [], skipped=why))
+    if objects is None or targets is None:
+        return _finish(TieredAudit(None, missing, []))
+    now_ms, min_age_ms = options.now_ms, options.min_age_ms
     copies, count = _kept(classify.copies(objects), "grouping the offloaded objects")
     classified, _ = _kept(
         classify.classify_copies(copies, references, now_ms, min_age_ms), "classifying offloads"

@@ -15,13 +15,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from rich.console import Console
+
 from audit.enqueue import AUDIT_PROPERTIES, Enqueuer, send_all
 from audit.errors import AuditError
+from audit.offload_audit import TieredAudit
 from audit.offload_targets import FILESYSTEM, S3, OffloadTargets
+from audit.progress import ScanProgress
+from config import ServiceConfiguration
 from core.errors import JanitorError
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.topics import TopicName
 from deletion.wire.offload_context import offload_context
+from producers.opening import open_phase_one
 
 
 def driver_of(targets: OffloadTargets, store: str) -> tuple[str, dict[str, str]]:
@@ -74,3 +80,27 @@ def enqueue_offloaded(
     """Check every copy first, then send; returns how many were sent."""
     infos = [pending_offload_deletion(row, targets) for row in rows]
     return send_all(phase_one, infos, advance=advance)
+
+
+def enqueue_tiered_orphans(
+    config: ServiceConfiguration,
+    tiered: TieredAudit | None,
+    targets: OffloadTargets | None,
+    enqueue: bool,
+    progress: ScanProgress,
+    err: Console,
+) -> int:
+    """Enqueue the orphaned offloaded copies (OFFLOAD_LEDGER), or say how many a dry run found."""
+    rows = tiered.orphan_rows() if tiered is not None else []
+    if not rows or targets is None:
+        return 0
+    if not enqueue:
+        err.print(f"dry run: {len(rows)} orphaned offloaded ledgers found; --enqueue sends them")
+        return 0
+    with (
+        open_phase_one(config) as parts,
+        progress.counter("enqueueing offloaded orphans", len(rows)) as advance,
+    ):
+        sent = enqueue_offloaded(parts.phase_one, rows, targets, advance=advance)
+    err.print(f"enqueued {sent} orphaned offloaded ledgers (the worker re-checks each)")
+    return sent

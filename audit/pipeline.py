@@ -133,7 +133,7 @@ def run_audit(
         inventory, ledgers = _materialize(_inventory(spark, options), "the inventory scan")
         _check_inventory(inventory)
     # Listed before the references, like the inventory: see audit.offload_audit.
-    objects = offload_audit.list_objects(spark, options.offload, progress)
+    objects = offload_audit.list_objects(spark, options, progress)
     with progress.step("references: reading Pulsar metadata"):
         references, reference_rows = _materialize(_references(spark, options), "the reference scan")
     if reference_rows == 0 and ledgers > 0:
@@ -156,9 +156,7 @@ def run_audit(
     result = AuditResult(ledgers, referenced, counts, confirmed, summary_rows, classified, dangling)
     # --- tiered storage and the missing-data report (audit.offload_audit) ---
     with progress.step("tiered storage and missing data: classifying"):
-        result.tiered = offload_audit.audit_tiered(
-            objects, references, dangling, options.offload, options.now_ms, options.min_age_ms
-        )
+        result.tiered = offload_audit.audit_tiered(objects, references, dangling, options)
     result.extra.update(result.tiered.figures())
     if options.output is not None:
         with progress.step(f"report: writing Parquet to {options.output}"):

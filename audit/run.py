@@ -10,9 +10,9 @@ from rich.console import Console
 
 from audit.enqueue import enqueue_orphans
 from audit.errors import AuditError
-from audit.offload_enqueue import enqueue_offloaded
+from audit.offload_enqueue import enqueue_tiered_orphans
 from audit.offload_report import print_tiered
-from audit.offload_targets import OffloadTargets, offload_targets
+from audit.offload_targets import offload_targets
 from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
 from audit.report import print_report
@@ -69,7 +69,8 @@ def run_command(
             err.print(f"enqueued {enqueued} orphans for deletion (the worker re-checks each)")
         elif result.orphans:
             err.print(f"dry run: {result.orphans} orphans found; --enqueue sends them to phase one")
-        offloaded = _tiered_orphans(config, result, options.offload, enqueue, progress, err)
+        tiered, targets = result.tiered, options.offload
+        offloaded = enqueue_tiered_orphans(config, tiered, targets, enqueue, progress, err)
         figures = result.figures()
         figures.update(
             enqueued=enqueued,
@@ -79,30 +80,6 @@ def run_command(
         )
         return figures
     raise AssertionError("unreachable")
-
-
-def _tiered_orphans(
-    config: ServiceConfiguration,
-    result: Any,
-    targets: OffloadTargets | None,
-    enqueue: bool,
-    progress: ScanProgress,
-    err: Console,
-) -> int:
-    """Enqueue the orphaned offloaded copies (OFFLOAD_LEDGER), or say how many a dry run found."""
-    rows = result.tiered.orphan_rows() if result.tiered is not None else []
-    if not rows or targets is None:
-        return 0
-    if not enqueue:
-        err.print(f"dry run: {len(rows)} orphaned offloaded ledgers found; --enqueue sends them")
-        return 0
-    with (
-        open_phase_one(config) as parts,
-        progress.counter("enqueueing offloaded orphans", len(rows)) as advance,
-    ):
-        sent = enqueue_offloaded(parts.phase_one, rows, targets, advance=advance)
-    err.print(f"enqueued {sent} orphaned offloaded ledgers (the worker re-checks each)")
-    return sent
 
 
 def _enqueue(config: ServiceConfiguration, rows: Any, total: int, progress: ScanProgress) -> int:
