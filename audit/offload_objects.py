@@ -71,16 +71,14 @@ def s3_objects(target: S3Target, prefixes: list[str]) -> Iterator[ObjectRow]:
     paginator = client.get_paginator("list_objects_v2")
     for prefix in prefixes:
         try:
-            pages = list(paginator.paginate(Bucket=target.bucket, Prefix=prefix))
-        except (ClientError, BotoCoreError) as exc:
-            raise storage_error(exc, f"ListObjectsV2 s3://{target.bucket}/{prefix}*") from exc
-        for page in pages:
-            for item in page.get("Contents", []):
-                matched = S3_KEY.match(item["Key"])
-                if matched is not None:
-                    row = _s3_object(client, target.bucket, item, matched)
+            for page in paginator.paginate(Bucket=target.bucket, Prefix=prefix):
+                for item in page.get("Contents", []):
+                    matched = S3_KEY.match(item["Key"])
+                    row = _s3_object(client, target.bucket, item, matched) if matched else None
                     if row is not None:
                         yield row
+        except (ClientError, BotoCoreError) as exc:
+            raise storage_error(exc, f"ListObjectsV2 s3://{target.bucket}/{prefix}*") from exc
 
 
 def _s3_object(client: Any, bucket: str, item: Any, matched: re.Match[str]) -> ObjectRow | None:
@@ -116,7 +114,13 @@ def _index_metadata(client: Any, bucket: str, key: str, evidence: Evidence) -> N
 
 
 def _read(client: Any, bucket: str, key: str, start: int, end: int) -> bytes:
-    body = client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")["Body"]
+    try:
+        answer = client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")
+    except ClientError as exc:
+        if str(exc.response.get("Error", {}).get("Code", "")) == "InvalidRange":
+            return b""  # shorter than `start`: what there is does not decode
+        raise
+    body = answer["Body"]
     try:
         data: bytes = body.read(end - start)
     finally:
@@ -152,9 +156,14 @@ def mapfiles(target: FileSystemTarget, namespaces: list[str]) -> Iterator[Object
                 continue
             for entry in sorted(ledger_dir.iterdir()):
                 matched = MAPFILE_DIR.match(entry.name)
-                if matched is not None and entry.is_dir() and not entry.is_symlink():
-                    name = f"{namespace}/persistent/{ledger_dir.name}"
-                    yield _mapfile(target, entry, name, matched)
+                if matched is None or not entry.is_dir() or entry.is_symlink():
+                    continue
+                name = f"{namespace}/persistent/{ledger_dir.name}"
+                try:
+                    row = _mapfile(target, entry, name, matched)
+                except FileNotFoundError:
+                    continue  # deleted since it was listed
+                yield row
 
 
 def _mapfile(
