@@ -151,8 +151,11 @@ def missing_bookkeeper(dangling: DataFrame, references: DataFrame) -> DataFrame:
         known = dangling.withColumn("entries", sf.lit(None).cast("long"))
         known = known.withColumn("size", sf.lit(None).cast("long"))
     else:
+        # Dangling references are few: only theirs are grouped, not every reference.
+        few = sf.broadcast(dangling.select("ledger_id").distinct())
         recorded = (
-            references.where(sf.col("component") == MANAGED_LEDGER)
+            references.join(few, on="ledger_id", how="left_semi")
+            .where(sf.col("component") == MANAGED_LEDGER)
             .groupBy("ledger_id", "topic")
             .agg(sf.max("entries").alias("entries"), sf.max("size").alias("size"))
         )
