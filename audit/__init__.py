@@ -2,7 +2,8 @@
 
 Layout: `schema` (the DataFrame shapes), `attribution` and `transform` (pure DataFrame
 functions), `ledger_scan`, `reference_scan`, `pulsar_refs` and `files` (IO), `enqueue`
-(phase one), `pipeline` (one audit run), `cli` (the `audit` command). Only this package
-imports PySpark; `ledger_janitor.audit_cli` imports it lazily, so registering the command
-costs nothing.
+(phase one), `pipeline` (one audit run), `cli` (the `audit` command). Tiered storage
+and the missing-data report: the `offload_*` modules (`offload_audit` ties them together).
+Only this package imports PySpark; `ledger_janitor.audit_cli` imports it lazily, so
+registering the command costs nothing.
 """
