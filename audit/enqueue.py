@@ -71,7 +71,16 @@ def enqueue_orphans(
     A failed batch raises AuditError: what was sent before it stays sent, which is safe,
     since the worker re-checks each message and deletes only unreferenced ledgers.
     """
-    infos = [pending_deletion(row) for row in rows]
+    return send_all(phase_one, [pending_deletion(row) for row in rows], batch_size, advance)
+
+
+def send_all(
+    phase_one: Enqueuer,
+    infos: list[PendingDeleteLedgerInfo],
+    batch_size: int = 500,
+    advance: Callable[[int], None] = lambda n: None,
+) -> int:
+    """Send in batches, waiting for each; a failed batch raises AuditError."""
     sent = 0
     for start in range(0, len(infos), batch_size):
         batch = infos[start : start + batch_size]

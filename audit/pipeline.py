@@ -17,9 +17,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as sf
 
-from audit import files, transform
+from audit import files, offload_audit, transform
 from audit.errors import AuditError, describe_failure
 from audit.ledger_scan import ledger_inventory
+from audit.offload_targets import OffloadTargets
 from audit.progress import ScanProgress
 from audit.reference_scan import metadata_references
 from audit.report_data import write_html_report
@@ -38,6 +39,7 @@ class AuditOptions:
     inventory_file: Path | None = None
     references_file: Path | None = None
     output: Path | None = None
+    offload: OffloadTargets | None = None  # tiered storage to audit too (None: not configured)
 
 
 @dataclass
@@ -50,6 +52,7 @@ class AuditResult:
     classified: DataFrame
     dangling: DataFrame
     extra: dict[str, Any] = field(default_factory=dict)
+    tiered: offload_audit.TieredAudit | None = None
 
     @property
     def orphans(self) -> int:
@@ -130,6 +133,8 @@ def run_audit(
     with progress.step("inventory: reading ledger metadata"):
         inventory, ledgers = _materialize(_inventory(spark, options), "the inventory scan")
         _check_inventory(inventory)
+    # Listed before the references, like the inventory: see audit.offload_audit.
+    objects = offload_audit.list_objects(spark, options, progress)
     with progress.step("references: reading Pulsar metadata"):
         references, reference_rows = _materialize(_references(spark, options), "the reference scan")
     if reference_rows == 0 and ledgers > 0:
@@ -150,6 +155,10 @@ def run_audit(
     if len(confirmed) != len(candidates):
         dangling = dangling.where(sf.col("ledger_id").isin(confirmed))
     result = AuditResult(ledgers, referenced, counts, confirmed, summary_rows, classified, dangling)
+    # --- tiered storage and the missing-data report (audit.offload_audit) ---
+    with progress.step("tiered storage and missing data: classifying"):
+        result.tiered = offload_audit.audit_tiered(objects, references, dangling, options)
+    result.extra.update(result.tiered.figures())
     if options.output is not None:
         with progress.step(f"report: writing Parquet and HTML to {options.output}"):
             figures = {
@@ -158,5 +167,6 @@ def run_audit(
                 "min_age_ms": options.min_age_ms,
             }
             files.write_report(options.output, classified, dangling, summary, figures)
+            offload_audit.write_tiered(options.output, result.tiered)
             write_html_report(options.output, figures, summary_rows, classified, dangling)
     return result

@@ -14,8 +14,13 @@ from deletion.domain.topics import java_url_decode
 
 ML_ROOT = "/managed-ledgers"
 SCHEMA_ROOT = "/schemas"
-# (ledger_id, topic, namespace, component, bookkeeper_deleted)
-ReferenceRow = tuple[int, str, str, str, bool]
+# (ledger_id, topic, namespace, component, bookkeeper_deleted, offload_uuid, offload_complete,
+#  offload_driver, offload_bucket, entries, size): schema.SCANNED_REFERENCE_SCHEMA
+OffloadColumns = tuple[str | None, bool | None, str | None, str | None, int | None, int | None]
+ReferenceRow = tuple[
+    int, str, str, str, bool, str | None, bool | None, str | None, str | None, int | None,
+    int | None,
+]  # fmt: skip
 
 
 def namespaces(store: MetadataStore) -> list[tuple[str, str]]:
@@ -66,4 +71,14 @@ def _rows(
     found: list[walk.Reference], tenant: str, namespace: str, encoded: str
 ) -> list[ReferenceRow]:
     ns, topic = f"{tenant}/{namespace}", f"{tenant}/{namespace}/{java_url_decode(encoded)}"
-    return [(ref.ledger_id, topic, ns, ref.holder.value, ref.bookkeeper_deleted) for ref in found]
+    return [
+        (ref.ledger_id, topic, ns, ref.holder.value, ref.bookkeeper_deleted, *_offload(ref))
+        for ref in found
+    ]
+
+
+def _offload(ref: walk.Reference) -> OffloadColumns:
+    o = ref.offload
+    if o is None:
+        return None, None, None, None, ref.entries, ref.size
+    return o.uuid, o.complete, o.driver, o.bucket, ref.entries, ref.size

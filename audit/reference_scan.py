@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from audit import pulsar_refs
-from audit.schema import REFERENCE_SCHEMA
+from audit.schema import SCANNED_REFERENCE_SCHEMA
 from deletion.adapters.opening import StoreSpec, open_metadata_store
 from deletion.domain.ports import MetadataStore
 
@@ -59,4 +59,4 @@ def metadata_references(spark: SparkSession, spec: StoreSpec) -> DataFrame:
         .repartition(wanted)
         .mapPartitions(partial(_references, spec))
     )
-    return spark.createDataFrame(rows, REFERENCE_SCHEMA)
+    return spark.createDataFrame(rows, SCANNED_REFERENCE_SCHEMA)

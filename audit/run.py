@@ -11,6 +11,9 @@ from rich.console import Console
 from audit.enqueue import enqueue_orphans
 from audit.errors import AuditError
 from audit.html_report import REPORT_FILE
+from audit.offload_enqueue import enqueue_tiered_orphans
+from audit.offload_report import print_tiered
+from audit.offload_targets import offload_targets
 from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
 from audit.report import print_report
@@ -43,6 +46,7 @@ def run_command(
         inventory_file=inventory,
         references_file=references,
         output=output,
+        offload=offload_targets(config),
     )
     with ExitStack() as stack:
         try:
@@ -58,6 +62,8 @@ def run_command(
             stack.callback(storage.close)
         result = run_audit(session.spark, options, progress, storage)
         print_report(out, result.summary, result.dangling_ids)
+        if result.tiered is not None:
+            print_tiered(out, result.tiered)
         if output is not None:
             out.print(f"report written to {output}; open {output / REPORT_FILE}", soft_wrap=True)
         enqueued = 0
@@ -66,9 +72,14 @@ def run_command(
             err.print(f"enqueued {enqueued} orphans for deletion (the worker re-checks each)")
         elif result.orphans:
             err.print(f"dry run: {result.orphans} orphans found; --enqueue sends them to phase one")
+        tiered, targets = result.tiered, options.offload
+        offloaded = enqueue_tiered_orphans(config, tiered, targets, enqueue, progress, err)
         figures = result.figures()
         figures.update(
-            enqueued=enqueued, dry_run=not enqueue, output=str(output) if output else None
+            enqueued=enqueued,
+            offload_enqueued=offloaded,
+            dry_run=not enqueue,
+            output=str(output) if output else None,
         )
         return figures
     raise AssertionError("unreachable")

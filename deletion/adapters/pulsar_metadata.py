@@ -46,8 +46,14 @@ class MetadataInUseLedgers:
         fetched_at = self._clock()
         managed = managed_ledger_references(self._store, managed_ledger_path(topic))
         schemas = schema_references(self._store, schema_path(topic)) or []
-        ids = frozenset(ref.ledger_id for ref in [*(managed or []), *schemas])
-        return TopicLedgers(topic, managed is not None, ids, fetched_at)
+        found = [*(managed or []), *schemas]
+        ids = frozenset(ref.ledger_id for ref in found)
+        offloads: dict[int, set[str]] = {}
+        for ref in found:
+            if ref.offload is not None:
+                offloads.setdefault(ref.ledger_id, set()).add(ref.offload.uuid)
+        uuids = {ledger_id: frozenset(named) for ledger_id, named in offloads.items()}
+        return TopicLedgers(topic, managed is not None, ids, fetched_at, uuids)
 
 
 class ManagedLedgerWriter:

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from enum import Enum
 
 from core.clock import EpochSeconds
-from deletion.domain.message import LedgerComponent, PendingDeleteLedgerInfo
+from core.errors import DecodeError
+from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.ports import LedgerRecord, TopicLedgers
 from deletion.domain.topics import NamespaceName, TopicName
+from deletion.wire.offload_context import java_uuid
 
 
 class Verdict(Enum):
@@ -64,7 +66,7 @@ def decide_in_use(
        now.
     """
     ledger_id, topic = info.ledger_id, info.topic_name
-    if ledger_id in snapshot.ledger_ids:
+    if _referenced(info, snapshot):
         return Decision(
             Verdict.NOT_YET, f"ledger {ledger_id} is still referenced by {topic}", referenced=True
         )
@@ -82,6 +84,37 @@ def decide_in_use(
     else:
         why = f"ledger {ledger_id} is newer than every ledger {topic} references ({largest})"
     return Decision(Verdict.SAFE_TO_DELETE, why, needs_age=True, snapshot_at=snapshot.fetched_at)
+
+
+def _referenced(info: PendingDeleteLedgerInfo, snapshot: TopicLedgers) -> bool:
+    """Whether the snapshot references what the message would delete.
+
+    For an offloaded copy that is the ledger *and* its offload UUID: Pulsar records a UUID in
+    the ledger's offload context before writing any object under it
+    (ManagedLedgerImpl.prepareLedgerInfoForOffloaded) and never records an old UUID again, so
+    the objects of a UUID the ledger no longer names are a failed or superseded offload's
+    leftovers (apache/pulsar#9962, #16687), which no reader will ever open. When the UUID
+    cannot be read, or the source does not know the UUIDs, the ledger id alone decides.
+    """
+    if info.ledger_id not in snapshot.ledger_ids:
+        return False
+    if info.ledger_type is not LedgerType.OFFLOAD_LEDGER:
+        return True
+    uuid = _offload_uuid(info)
+    return uuid is None or snapshot.offload_referenced(info.ledger_id, uuid)
+
+
+def _offload_uuid(info: PendingDeleteLedgerInfo) -> str | None:
+    try:
+        context = info.ledger_info
+    except DecodeError:
+        return None
+    if context is None or not context.HasField("offloadContext"):
+        return None
+    ctx = context.offloadContext
+    if not (ctx.HasField("uidMsb") and ctx.HasField("uidLsb")):
+        return None
+    return java_uuid(ctx.uidMsb, ctx.uidLsb)
 
 
 def decide_age(

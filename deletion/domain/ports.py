@@ -127,6 +127,17 @@ class TopicLedgers:
     exists: bool  # the topic's managed ledger was found
     ledger_ids: frozenset[int]
     fetched_at: EpochSeconds
+    # Per referenced ledger, the offload UUIDs its metadata names (none: absent). None when the
+    # source cannot tell (the admin API): then any copy of a referenced ledger counts as in use.
+    offload_uuids: Mapping[int, frozenset[str]] | None = None
+
+    def offload_referenced(self, ledger_id: int, uuid: str) -> bool:
+        """Whether the offloaded copy `uuid` of the ledger is in use (True when unknown)."""
+        if ledger_id not in self.ledger_ids:
+            return False
+        if self.offload_uuids is None:
+            return True
+        return uuid in self.offload_uuids.get(ledger_id, frozenset())
 
     @property
     def largest(self) -> int | None:

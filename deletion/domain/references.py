@@ -21,12 +21,18 @@ from google.protobuf.message import Message
 from core.errors import DecodeError
 from deletion.domain.ports import MetadataStore
 from deletion.wire.metadata_codec import unwrap
+from deletion.wire.offload_context import java_uuid
 from deletion.wire.proto import require_complete
-from deletion.wire.proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
+from deletion.wire.proto.ml_data_formats_pb2 import (
+    ManagedCursorInfo,
+    ManagedLedgerInfo,
+    OffloadContext,
+)
 from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
 
 COMPACTION_CURSOR = "__compaction"
 COMPACTED_LEDGER_PROPERTY = "CompactedTopicLedger"
+BUCKET_PROPERTY = "bucket"  # TieredStorageConfiguration.METADATA_FIELD_BUCKET
 
 
 class Holder(Enum):
@@ -44,6 +50,22 @@ class Reference:
     holder: Holder
     # Offloaded, and the BookKeeper copy already deleted (ManagedLedgerInfo's offload context).
     bookkeeper_deleted: bool = False
+    # The offload this ledger's metadata names (LedgerInfo.offloadContext), if any: its UUID,
+    # whether the offloader finished, its driver, and the driver's `bucket` property.
+    offload: OffloadRef | None = None
+    # What the managed ledger records of the ledger (LedgerInfo.entries, .size), if known.
+    entries: int | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class OffloadRef:
+    """One offloaded copy a ledger's metadata points at; the objects are named by `uuid`."""
+
+    uuid: str
+    complete: bool
+    driver: str | None = None
+    bucket: str | None = None
 
 
 def parse(message: Message, data: bytes, where: str) -> None:
@@ -62,17 +84,39 @@ def managed_ledger_references(store: MetadataStore, path: str) -> list[Reference
         return None
     info = ManagedLedgerInfo()
     parse(info, node.data, path)
-    found = [
-        Reference(
-            ledger.ledgerId,
-            Holder.MANAGED_LEDGER,
-            ledger.HasField("offloadContext") and ledger.offloadContext.bookkeeperDeleted,
-        )
-        for ledger in info.ledgerInfo
-    ]
+    found = [_ledger_reference(ledger) for ledger in info.ledgerInfo]
     for cursor_name in store.children(path):
         found.extend(_cursor_references(store, f"{path}/{cursor_name}", cursor_name))
     return found
+
+
+def _ledger_reference(ledger: ManagedLedgerInfo.LedgerInfo) -> Reference:
+    context = ledger.offloadContext if ledger.HasField("offloadContext") else None
+    return Reference(
+        ledger.ledgerId,
+        Holder.MANAGED_LEDGER,
+        context is not None and context.bookkeeperDeleted,
+        _offload(context) if context is not None else None,
+        ledger.entries if ledger.HasField("entries") else None,
+        ledger.size if ledger.HasField("size") else None,
+    )
+
+
+def _offload(context: OffloadContext) -> OffloadRef | None:
+    """The offload named by the context (OffloadUtils.setOffloadDriverMetadata writes the
+    driver; ManagedLedgerImpl.prepareLedgerInfoForOffloaded the UUID, before any object is
+    written, and `complete` once they all are); None when it names no UUID."""
+    if not (context.HasField("uidMsb") and context.HasField("uidLsb")):
+        return None
+    driver, bucket = None, None
+    if context.HasField("driverMetadata"):
+        driver = context.driverMetadata.name or None
+        # A HashMap in Java: the last value of a repeated key wins.
+        for pair in context.driverMetadata.properties:
+            if pair.key == BUCKET_PROPERTY:
+                bucket = pair.value or None
+    uuid = java_uuid(context.uidMsb, context.uidLsb)
+    return OffloadRef(uuid, context.complete, driver, bucket)
 
 
 def _cursor_references(store: MetadataStore, path: str, cursor_name: str) -> list[Reference]:
