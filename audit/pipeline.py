@@ -168,5 +168,7 @@ def run_audit(
             }
             files.write_report(options.output, classified, dangling, summary, figures)
             offload_audit.write_tiered(options.output, result.tiered)
-            write_html_report(options.output, figures, summary_rows, classified, dangling)
+            write_html_report(
+                options.output, figures, summary_rows, classified, dangling, result.tiered
+            )
     return result

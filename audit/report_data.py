@@ -15,7 +15,8 @@ from pyspark.sql import functions as sf
 
 from audit import transform
 from audit.html_report import Column, Figure, ReportData, Section, write_html
-from audit.schema import FOREIGN, ORPHAN, UNATTRIBUTABLE, YOUNG
+from audit.offload_audit import TieredAudit
+from audit.schema import FOREIGN, MISSING_OFFLOADED, ORPHAN, UNATTRIBUTABLE, YOUNG
 
 OLDEST_ORPHANS = 20
 DANGLING_LISTED = 500  # an alarm: list them all, short of a disaster
@@ -30,18 +31,29 @@ _HEADLINE: tuple[tuple[str, str, str | None, bool], ...] = (
     (FOREIGN, "foreign", "summary", False),
     (YOUNG, "young", "summary", False),
 )
-_NOT_FIGURES = {"now_ms", "min_age_ms"}
+# Shown only when tiered storage was audited.
+_TIERED_HEADLINE: tuple[tuple[str, str, str | None, bool], ...] = (
+    ("offloaded_copies", "offloaded copies", "offloaded", False),
+    ("offload_orphans", "offloaded orphans", "offloaded", False),
+    ("missing_offloaded", "offloaded copies missing", "missing-offloaded", True),
+)
+# The dangling figure says it already; the rest are in the offloaded section's table.
+_NOT_FIGURES = {"now_ms", "min_age_ms", "missing_bookkeeper", "offload_unattributable"}
+_NOT_FIGURES |= {"offload_young"}
 
 
-def _figures(figures: Mapping[str, Any], summary: Sequence[Row]) -> tuple[Figure, ...]:
+def _figures(
+    figures: Mapping[str, Any], summary: Sequence[Row], tiered: bool
+) -> tuple[Figure, ...]:
+    headline = _HEADLINE + (_TIERED_HEADLINE if tiered else ())
     shown = [
         Figure(label, int(figures.get(key, 0)), section=section, alarm=alarm)
-        for key, label, section, alarm in _HEADLINE
+        for key, label, section, alarm in headline
     ]
     orphan_bytes = sum(int(r["bytes"] or 0) for r in summary if r["status"] == ORPHAN)
     shown.insert(3, Figure("orphan bytes (known)", orphan_bytes, kind="bytes", section="summary"))
     # Figures other steps add (AuditResult.extra) are shown too, by their key.
-    known = {key for key, *_ in _HEADLINE} | _NOT_FIGURES
+    known = {key for key, *_ in _HEADLINE + _TIERED_HEADLINE} | _NOT_FIGURES
     shown += [
         Figure(key.replace("_", " "), value)
         for key, value in figures.items()
@@ -119,23 +131,80 @@ def _dangling(dangling: DataFrame) -> Section:
     )
 
 
+def _offloaded(tiered: TieredAudit) -> Section:
+    where = tiered.storage or (f"skipped: {tiered.skipped}" if tiered.skipped else None)
+    return Section(
+        key="offloaded",
+        title="Unreferenced offloaded copies by status, store and namespace",
+        explanation=f"Tiered storage: {where or 'not configured'}. A copy is an orphan when no "
+        "ledger's offload context names its UUID, it is older than the grace period and its "
+        "own metadata names its topic; only orphans are ever enqueued.",
+        columns=(
+            Column("status"),
+            Column("store"),
+            Column("namespace"),
+            Column("copies", "count"),
+            Column("bytes", "bytes"),
+            Column("oldest (UTC)", "time"),
+        ),
+        rows=tuple(
+            (r["status"], r["store"], r["namespace"], r["copies"], r["bytes"], r["oldest_mtime_ms"])
+            for r in tiered.summary
+        ),
+        empty="No unreferenced offloaded copies."
+        if tiered.storage
+        else "Not audited: no offload storage configured.",
+    )
+
+
+def _missing_offloaded(tiered: TieredAudit) -> Section:
+    gone = [r for r in tiered.missing_rows if r["what"] == MISSING_OFFLOADED]
+    return Section(
+        key="missing-offloaded",
+        title="Missing data: offloaded copies gone",
+        explanation="Offloads Pulsar's metadata marks complete, whose objects are not in tiered "
+        "storage: possible data loss. Never enqueued.",
+        columns=(
+            Column("ledger id"),
+            Column("topic"),
+            Column("offload UUID"),
+            Column("store"),
+            Column("entries", "count"),
+            Column("size", "bytes"),
+        ),
+        rows=tuple(
+            (r["ledger_id"], r["topic"], r["offload_uuid"], r["store"], r["entries"], r["size"])
+            for r in gone
+        ),
+        empty="None: every complete offload's objects exist."
+        if tiered.storage
+        else "Not checked: no offload storage audited.",
+        alarm=True,
+    )
+
+
 def build_report_data(
     figures: Mapping[str, Any],
     summary: Sequence[Row],
     classified: DataFrame,
     dangling: DataFrame,
+    tiered: TieredAudit | None = None,
 ) -> ReportData:
     """`figures` as in audit.json (with `now_ms` and `min_age_ms`); `summary` collected from
-    `transform.summarize`; `classified` and `dangling` as the pipeline holds them."""
+    `transform.summarize`; `classified` and `dangling` as the pipeline holds them; `tiered`
+    the tiered-storage audit, when one ran."""
+    sections = [
+        _summary(summary),
+        _oldest_orphans(classified, int(figures.get("orphans", 0))),
+        _dangling(dangling),
+    ]
+    if tiered is not None:
+        sections += [_offloaded(tiered), _missing_offloaded(tiered)]
     return ReportData(
         now_ms=int(figures["now_ms"]),
         min_age_ms=int(figures["min_age_ms"]),
-        figures=_figures(figures, summary),
-        sections=(
-            _summary(summary),
-            _oldest_orphans(classified, int(figures.get("orphans", 0))),
-            _dangling(dangling),
-        ),
+        figures=_figures(figures, summary, tiered is not None and tiered.storage is not None),
+        sections=tuple(sections),
     )
 
 
@@ -145,5 +214,7 @@ def write_html_report(
     summary: Sequence[Row],
     classified: DataFrame,
     dangling: DataFrame,
+    tiered: TieredAudit | None = None,
 ) -> Path:
-    return write_html(output, build_report_data(figures, summary, classified, dangling))
+    data = build_report_data(figures, summary, classified, dangling, tiered)
+    return write_html(output, data)

@@ -20,6 +20,8 @@ from deletion.domain.decision import pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
+from harness.chromium import dump_dom
+from harness.dom import read_dom
 from harness.janitor import JanitorFactory, Recorder
 from harness.offload_objects import base_metadata
 from ledger_janitor.embedded import EmbeddedBroker
@@ -159,6 +161,19 @@ def test_the_audit_finds_exactly_the_orphaned_offloads_and_the_worker_deletes_th
         ("bookkeeper", 105, None, 7),
         ("tiered storage", 104, u["s3-lost"], 42),
         ("tiered storage", 112, u["fs-lost"], 10),
+    }
+
+    page = read_dom(dump_dom(report / "report.html").stdout)
+    offloaded = {(row[0], row[1], row[2]): row[3] for row in page.tables["offloaded"]}
+    assert offloaded == {
+        ("orphan", "filesystem", str(namespace)): "2", ("orphan", "s3", str(namespace)): "3",
+        ("unattributable", "s3", "-"): "2", ("young", "filesystem", str(namespace)): "1",
+        ("young", "s3", str(namespace)): "1",
+    }  # fmt: skip
+    lost = {(row[0], row[1], row[2], row[3], row[4]) for row in page.tables["missing-offloaded"]}
+    assert lost == {
+        ("104", str(topic), u["s3-lost"], "s3", "42"),
+        ("112", str(topic), u["fs-lost"], "filesystem", "10"),
     }
 
     recorder = Recorder()
