@@ -12,7 +12,8 @@ warm), R rounds each measure, on the same count N and in this order:
    timed from start() to the N-th result;
 2. what a deletion costs ZooKeeper, raw: N ledger reads, each followed by a delete at the
    version read, pipelined in windows of 2,000 (all reads in flight, then all deletes),
-   with the deletes sent one by one, and again as multi requests (as the worker sends them);
+   with the deletes sent one by one (as the worker sends them), and again in multi requests
+   (one request a thousand deletes, all or none: the fastest way ZooKeeper offers);
 3. the raw broker consume-and-ack rate: N messages of the same size on the same kind of
    subscription (Shared, partitioned deletion and retry topics, one listener thread).
 Each figure is the best of its R rounds; the limit is the faster of the two raw pair runs

@@ -13,7 +13,6 @@ from core.errors import (
     TransientMetadataError,
 )
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
-from deletion.adapters.stores import zookeeper
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.ports import ANY_VERSION, Deletion
 from deletion.wire import bookkeeper_metadata as bk
@@ -162,40 +161,6 @@ def test_zookeeper_batch_on_a_lost_connection_is_transient(zk: Backend) -> None:
         zk.ledgers.ledgers(ids)
     with pytest.raises(TransientMetadataError):
         zk.ledgers.delete_ledgers(dict.fromkeys(ids, ANY_VERSION))
-
-
-def test_zookeeper_deletes_go_in_atomic_chunks_each_redone_alone_if_it_fails(
-    zk: Backend, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A chunk is one multi: all deleted, or none and then one at a time, so that a gone or
-    changed ledger holds back no other, in its chunk or the next."""
-    monkeypatch.setattr(zookeeper, "MULTI_DELETES", 2)
-    ids = [zk.factory.create_ledger(CUSTOM) for _ in range(5)]
-    records = zk.ledgers.ledgers(ids)
-    versions = {i: records[i].version for i in ids}  # type: ignore[union-attr]
-    _bump_version(zk, ids[2])
-    zk.ledgers.delete_ledger(ids[3])
-    outcomes = zk.ledgers.delete_ledgers(versions)
-    assert list(outcomes.values()) == [
-        Deletion.DELETED,
-        Deletion.DELETED,
-        Deletion.CHANGED,  # its chunk failed whole, then each was tried alone
-        Deletion.GONE,
-        Deletion.DELETED,
-    ]
-    assert [zk.exists(i) for i in ids] == [False, False, True, False, False]
-
-
-def test_zookeeper_deletes_beyond_one_multi_request(zk: Backend) -> None:
-    store = zk.metadata
-    assert isinstance(store, ZooKeeperMetadataStore)
-    count = zookeeper.MULTI_DELETES + 7
-    paths = [f"/many/n{i:05d}" for i in range(count)]
-    store.create(paths[0], b"")
-    for reply in [store.client.create_async(path, b"") for path in paths[1:]]:
-        reply.get()
-    assert store.delete_many([(path, 0) for path in paths]) == [Deletion.DELETED] * count
-    assert store.children("/many") == []
 
 
 def test_zookeeper_store_on_a_dead_port_is_transient() -> None:

@@ -34,9 +34,6 @@ from core.errors import (
 from deletion.domain.ports import ANY_VERSION, Deletion, MetadataStore, Node, Stat
 
 T = TypeVar("T")
-# Deletes per multi request: ledger paths are under 60 bytes, so a request stays far below
-# ZooKeeper's jute.maxbuffer (1 MB by default), which refuses larger ones.
-MULTI_DELETES = 1000
 
 _TRANSIENT = (
     ConnectionLoss,
@@ -135,18 +132,6 @@ def _deleted(reply: IAsyncResult, timeout: float) -> Deletion:
     return Deletion.DELETED
 
 
-def _all_deleted(reply: IAsyncResult, timeout: float) -> bool:
-    """Whether a multi of deletes did them all; if not, it did none (it is atomic). Only a
-    transient failure is raised: any other is the individual deletes' to report."""
-    try:
-        results = reply.get(timeout=timeout)
-    except _TRANSIENT:
-        raise
-    except KazooException:
-        return False
-    return all(result is True for result in results)
-
-
 def _settle(
     paths: Sequence[str],
     pending: Sequence[IAsyncResult],
@@ -235,28 +220,6 @@ class ZooKeeperMetadataStore(MetadataStore):
         return _settle(paths, pending, _read, self._reply_timeout)
 
     def delete_many(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
-        """Each chunk of deletes as one multi request: one transaction that deletes every
-        node at its version, or, if any is gone or changed, none. Such a chunk is redone one
-        delete at a time (pipelined), for each node's own outcome. A multi costs the server
-        one request and the client one reply where pipelined deletes cost one each: about
-        half the time of a batch (bench.worker_throughput measures both)."""
-        chunks = [versions[i : i + MULTI_DELETES] for i in range(0, len(versions), MULTI_DELETES)]
-        with _translated(versions[0][0] if versions else "/"):
-            pending = [self._multi_delete(chunk) for chunk in chunks]
-        outcomes: list[Deletion] = []
-        for chunk, reply in zip(chunks, pending, strict=True):
-            with _translated(chunk[0][0]):
-                done = _all_deleted(reply, self._reply_timeout)
-            outcomes += [Deletion.DELETED] * len(chunk) if done else self._delete_each(chunk)
-        return outcomes
-
-    def _multi_delete(self, versions: Sequence[tuple[str, int]]) -> IAsyncResult:
-        transaction = self._client.transaction()
-        for path, version in versions:
-            transaction.delete(path, version)
-        return transaction.commit_async()
-
-    def _delete_each(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
         paths = [path for path, _ in versions]
         with _translated(paths[0] if paths else "/"):
             pending = [self._client.delete_async(path, version) for path, version in versions]
