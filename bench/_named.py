@@ -206,6 +206,14 @@ NAMED: tuple[NamedMutant, ...] = (
     ),
     NamedMutant(
         "deleter",
+        "the cached in-use snapshot taken whatever the due time (no fresh_after)",
+        "deletion/domain/deleter.py",
+        "self.in_use.cached(topic, fresh_after)",
+        "self.in_use.cached(topic)",
+        (*HANDLER, DELETER),
+    ),
+    NamedMutant(
+        "deleter",
         "an unchecked message decided on a cached snapshot",
         "deletion/domain/deleter.py",
         "fresh_after = due if info.check_ledger_still_in_use else self._clock()",

@@ -3,6 +3,7 @@ reconsume it later, or archive it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
@@ -74,17 +75,46 @@ class DeletionHandler:
         rulings = iter(self._deleter.decide(candidates))
         results: list[Result | Exception] = []
         for arrival, info in zip(batch, infos, strict=True):
-            with _logging_context(arrival, info):
-                try:
-                    if isinstance(info, DecodeError):
-                        reason = f"undecodable message: {info}"
-                        results.append(self._archive(arrival, None, reason))
-                    else:
-                        results.append(self._act(arrival, info, next(rulings)))
-                except Exception as exc:  # a failed retry or archive send: nothing was acked
-                    log.warning("handing back for redelivery", error=str(exc))
-                    results.append(exc)
+            ruling = None if isinstance(info, DecodeError) else next(rulings)
+            if isinstance(ruling, Result):
+                assert isinstance(info, PendingDeleteLedgerInfo)  # decoded, since ruled on
+                results.append(self._settled(arrival, info, ruling))
+            else:
+                results.append(self._unsettled(arrival, info, ruling))
         return results
+
+    def _settled(
+        self, arrival: Arrival, info: PendingDeleteLedgerInfo, result: Result
+    ) -> Result | Exception:
+        """Deleted, or already gone: ack it. The common case, and so kept lean: the message's
+        fields go to its one log line, and are worked out only when that line is wanted."""
+        try:
+            arrival.consumer.acknowledge(arrival.message)
+        except Exception as exc:  # nothing was acked: it will be delivered again
+            with _logging_context(arrival, info):
+                log.warning("handing back for redelivery", error=str(exc))
+            return exc
+        if log.is_enabled_for(logging.INFO):
+            log.info(result.outcome.value, reason=result.reason, **_fields(arrival, info))
+        return result
+
+    def _unsettled(
+        self,
+        arrival: Arrival,
+        info: PendingDeleteLedgerInfo | DecodeError,
+        ruling: Decision | None,
+    ) -> Result | Exception:
+        """Not deleted now: archived or reconsumed, with the message's fields bound to every
+        log line said meanwhile (by the reconsumer too)."""
+        with _logging_context(arrival, info):
+            try:
+                if isinstance(info, DecodeError):
+                    return self._archive(arrival, None, f"undecodable message: {info}")
+                assert ruling is not None  # every decoded message is ruled on
+                return self._act(arrival, info, ruling)
+            except Exception as exc:  # a failed retry or archive send: nothing was acked
+                log.warning("handing back for redelivery", error=str(exc))
+                return exc
 
     def hand_back(self, arrival: Arrival, reason: str) -> str | None:
         """Redeliver a message that could not be handled; archive it instead once it has been
@@ -105,10 +135,7 @@ class DeletionHandler:
         (ruling,) = self._deleter.decide([Candidate(info, namespace, not_before)], dry_run)
         return ruling
 
-    def _act(self, arrival: Arrival, info: PendingDeleteLedgerInfo, ruling: Ruling) -> Result:
-        if isinstance(ruling, Result):  # deleted, or already gone
-            arrival.consumer.acknowledge(arrival.message)
-            return _done(ruling)
+    def _act(self, arrival: Arrival, info: PendingDeleteLedgerInfo, ruling: Decision) -> Result:
         if ruling.verdict is Verdict.REFUSED:
             return self._archive(arrival, info, ruling.reason)
         return self._reconsume(arrival, info, ruling)
@@ -140,6 +167,10 @@ def _decoded(received: ReceivedMessage) -> PendingDeleteLedgerInfo | DecodeError
 def _logging_context(
     arrival: Arrival, info: PendingDeleteLedgerInfo | DecodeError
 ) -> AbstractContextManager[None]:
+    return structlog.contextvars.bound_contextvars(**_fields(arrival, info))
+
+
+def _fields(arrival: Arrival, info: PendingDeleteLedgerInfo | DecodeError) -> dict[str, object]:
     """What every log line about this message carries."""
     received = arrival.message
     fields: dict[str, object] = {
@@ -154,7 +185,7 @@ def _logging_context(
             component=info.ledger_component.value,
             ledger_type=info.ledger_type.value,
         )
-    return structlog.contextvars.bound_contextvars(**fields)
+    return fields
 
 
 def _done(result: Result) -> Result:

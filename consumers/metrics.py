@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
 
 from consumers.observer import Observer
@@ -44,6 +46,8 @@ class WorkerMetrics(Observer):
         self.registry = registry
         self._max = max_namespaces
         self._seen: set[str] = set()
+        self._labels: dict[NamespaceName, str] = {}
+        self._children: dict[tuple[object, ...], Any] = {}
         self._lock = threading.Lock()
         by_ns = ["namespace"]
         self._received = Counter(
@@ -90,33 +94,46 @@ class WorkerMetrics(Observer):
         registry.register(self._caches)
 
     def _label(self, namespace: NamespaceName) -> str:
-        label = str(namespace)
-        with self._lock:
-            if label in self._seen or len(self._seen) < self._max:
-                self._seen.add(label)
-                return label
-        return OTHER
+        # A namespace's label never changes once given, so it is worked out once.
+        label = self._labels.get(namespace)
+        if label is None:
+            label = str(namespace)
+            with self._lock:
+                if label in self._seen or len(self._seen) < self._max:
+                    self._seen.add(label)
+                else:
+                    label = OTHER
+                self._labels[namespace] = label
+        return label
+
+    def _child(self, metric: MetricWrapperBase, *labels: str) -> Any:
+        """`metric.labels(*labels)`, remembered: every message counts in a few of them."""
+        key = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children.setdefault(key, metric.labels(*labels))
+        return child
 
     def watch_cache(self, cache: InUseLedgersCache) -> None:
         self._caches.caches.append(cache)
 
     def on_received(self, namespace: NamespaceName) -> None:
-        self._received.labels(self._label(namespace)).inc()
+        self._child(self._received, self._label(namespace)).inc()
 
     def on_held_early(self, namespace: NamespaceName) -> None:
-        self._held_early.labels(self._label(namespace)).inc()
+        self._child(self._held_early, self._label(namespace)).inc()
 
     def on_handed_back(self, namespace: NamespaceName, archived: bool) -> None:
-        self._handed_back.labels(self._label(namespace)).inc()
+        self._child(self._handed_back, self._label(namespace)).inc()
 
     def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
         label = self._label(namespace)
-        self._outcomes.labels(label, result.outcome.value).inc()
+        self._child(self._outcomes, label, result.outcome.value).inc()
         if result.outcome is Outcome.DELETED and result.info is not None:
             component = result.info.ledger_component.value
             ledger_type = result.info.ledger_type.value
-            self._deleted.labels(label, component, ledger_type).inc()
-            self._latency.labels(component, ledger_type).observe(seconds)
+            self._child(self._deleted, label, component, ledger_type).inc()
+            self._child(self._latency, component, ledger_type).observe(seconds)
 
     def on_drained(self, namespace: NamespaceName, outcome: Outcome) -> None:
-        self._drained.labels(self._label(namespace), outcome.value).inc()
+        self._child(self._drained, self._label(namespace), outcome.value).inc()

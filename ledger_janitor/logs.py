@@ -6,6 +6,7 @@ Every library's logging goes through the same renderer, and context bound with
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from collections.abc import MutableMapping
@@ -17,9 +18,16 @@ SECRET_KEYS = ("token", "auth_params", "authparams", "password", "secret", "cred
 QUIET_LIBRARIES = ("kazoo", "botocore", "boto3", "urllib3", "httpx", "httpcore", "pulsar")
 
 
+@functools.lru_cache(maxsize=1024)
+def _is_secret(key: str) -> bool:
+    # Cached: a process logs the same few keys over and over.
+    lowered = key.lower()
+    return any(secret in lowered for secret in SECRET_KEYS)
+
+
 def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     for key in list(event):
-        if any(secret in key.lower() for secret in SECRET_KEYS):
+        if _is_secret(key):
             event[key] = "***"
     return event
 
@@ -37,7 +45,12 @@ def configure(level: int = logging.INFO, json_output: bool | None = None) -> Non
         structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer()
     )
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # A line below the level is dropped first, before any work is spent on it.
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *shared,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

@@ -4,6 +4,7 @@ A `Verdict` says only what the decision is; what was then done is an `Outcome` (
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import Enum
 
@@ -161,8 +162,7 @@ def check_namespace(info: PendingDeleteLedgerInfo, arrived_in: NamespaceName) ->
 def check_ownership(info: PendingDeleteLedgerInfo, record: LedgerRecord) -> Decision | None:
     """The ledger's own custom metadata, written by Pulsar, must name the message's topic.
     A refusal, or None when it does."""
-    expected = expected_metadata(info.topic_name, info.ledger_component)
-    for key, value in expected.items():
+    for key, value in _expected_items(info.topic_name, info.ledger_component):
         actual = record.metadata_text(key)
         if actual != value:
             return Decision(
@@ -180,13 +180,23 @@ def check_ownership(info: PendingDeleteLedgerInfo, record: LedgerRecord) -> Deci
 
 
 def expected_metadata(topic: TopicName, component: LedgerComponent) -> dict[str, str]:
+    return dict(_expected_items(topic, component))
+
+
+@functools.lru_cache(maxsize=4096)
+def _expected_items(topic: TopicName, component: LedgerComponent) -> tuple[tuple[str, str], ...]:
+    # Cached, and immutable so: every message checks, and the names are worked out by encoding.
     if component is LedgerComponent.SCHEMA_STORAGE:
-        return {"application": "pulsar", "component": "schema", "pulsar/schemaId": topic.schema_id}
-    return {
-        "application": "pulsar",
-        "component": "managed-ledger",
-        "pulsar/managed-ledger": topic.managed_ledger_name,
-    }
+        return (
+            ("application", "pulsar"),
+            ("component", "schema"),
+            ("pulsar/schemaId", topic.schema_id),
+        )
+    return (
+        ("application", "pulsar"),
+        ("component", "managed-ledger"),
+        ("pulsar/managed-ledger", topic.managed_ledger_name),
+    )
 
 
 def pulsar_custom_metadata(

@@ -126,7 +126,9 @@ class LedgerDeleter:
         topic = info.topic_name
         # Without the in-use check's staleness rule, only a snapshot read now will do.
         fresh_after = due if info.check_ledger_still_in_use else self._clock()
-        snapshot = self._retry.call(lambda: self.in_use.lookup(topic, fresh_after))
+        snapshot = self.in_use.cached(topic, fresh_after) or self._retry.call(
+            lambda: self.in_use.lookup(topic, fresh_after)
+        )
         return decide_in_use(info, snapshot, due)
 
     def _cleared(self, info: PendingDeleteLedgerInfo, record: Record, ruling: Decision) -> Decision:

@@ -45,6 +45,17 @@ class InUseLedgersCache:
     def source(self) -> InUseLedgers:
         return self._source
 
+    def cached(
+        self, topic: TopicName, fresh_after: EpochSeconds | None = None
+    ) -> TopicLedgers | None:
+        """The cached snapshot `lookup` would answer with, or None when it would fetch: a
+        look-up that cannot fail, so it needs no retry (and the hot path none of its cost)."""
+        with self._lock:
+            cached = self._usable(topic, fresh_after)
+            if cached is not None:
+                self.counters.hits += 1
+            return cached
+
     def lookup(self, topic: TopicName, fresh_after: EpochSeconds | None = None) -> TopicLedgers:
         """The topic's snapshot; with `fresh_after`, one read no earlier than that."""
         with self._lock:

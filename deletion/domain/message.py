@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections.abc import Callable, Mapping
@@ -149,10 +150,26 @@ def decode(
     return _from_record(record)
 
 
+# Parsed writer schemas by the identity of their definition, which is kept alive beside it
+# so that its id cannot be reused: the transport hands the same definition object for every
+# message of a topic and schema version, and parsing one costs more than decoding a message.
+_PARSED_WRITERS: dict[int, tuple[Mapping[str, Any], Any]] = {}
+_MAX_PARSED_WRITERS = 256
+
+
 def _parsed_writer(writer_schema: Mapping[str, Any]) -> Any:
+    cached = _PARSED_WRITERS.get(id(writer_schema))
+    if cached is not None and cached[0] is writer_schema:
+        return cached[1]
     # Resolution matches records by unqualified name; the registry's schema for these topics
     # is this record whatever its writer called it (as the client's AvroSchema assumes too).
-    return fastavro.parse_schema(dict(writer_schema, name=SCHEMA_DEFINITION["name"]))
+    parsed = fastavro.parse_schema(dict(writer_schema, name=SCHEMA_DEFINITION["name"]))
+    if parsed == SCHEMA:
+        parsed = SCHEMA  # ours: read as written, without resolution (see _read)
+    if len(_PARSED_WRITERS) >= _MAX_PARSED_WRITERS:
+        _PARSED_WRITERS.clear()
+    _PARSED_WRITERS[id(writer_schema)] = (writer_schema, parsed)
+    return parsed
 
 
 def _read(payload: bytes, writer_of: Callable[[], Any]) -> dict[str, Any]:
@@ -167,7 +184,12 @@ def _read(payload: bytes, writer_of: Callable[[], Any]) -> dict[str, Any]:
         consumed = stream.tell()
         canonical = io.BytesIO()
         fastavro.schemaless_writer(canonical, writer, written)
-        record = fastavro.schemaless_reader(io.BytesIO(payload), writer, SCHEMA)
+        # Written with ours, it reads as written; any other writer is resolved onto ours.
+        record = (
+            written
+            if writer is SCHEMA
+            else fastavro.schemaless_reader(io.BytesIO(payload), writer, SCHEMA)
+        )
     except DecodeError:
         raise
     except Exception as exc:  # fastavro signals bad bytes and bad schemas with many types
@@ -183,6 +205,12 @@ def _read(payload: bytes, writer_of: Callable[[], Any]) -> dict[str, Any]:
     return record
 
 
+@functools.lru_cache(maxsize=4096)
+def _topic_name(text: str) -> TopicName:
+    """Parsed once per topic: a burst of deletions names the same few topics over and over."""
+    return TopicName.parse(text)
+
+
 def _from_record(record: dict[str, Any]) -> PendingDeleteLedgerInfo:
     missing = [
         k for k in ("topicName", "ledgerComponent", "ledgerType", "ledgerId") if record[k] is None
@@ -190,7 +218,7 @@ def _from_record(record: dict[str, Any]) -> PendingDeleteLedgerInfo:
     if missing:
         raise DecodeError(f"required fields are null: {', '.join(missing)}")
     info = PendingDeleteLedgerInfo(
-        topic_name=TopicName.parse(record["topicName"]),
+        topic_name=_topic_name(record["topicName"]),
         ledger_component=LedgerComponent(record["ledgerComponent"]),
         ledger_type=LedgerType(record["ledgerType"]),
         ledger_id=record["ledgerId"],

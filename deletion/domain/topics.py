@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from urllib.parse import quote_plus, unquote_plus
@@ -138,8 +139,10 @@ def schema_path(topic: TopicName) -> str:
     return f"/schemas/{topic.schema_id}"
 
 
+@functools.lru_cache(maxsize=4096)
 def namespace_of_deletion_topic(topic: str) -> NamespaceName:
-    """The namespace a message came from, given the (partition of the) topic it arrived on."""
+    """The namespace a message came from, given the (partition of the) topic it arrived on.
+    Cached: every message asks, and a worker hears from only a few topics."""
     parsed = TopicName.parse(topic)
     base = parsed.base.local_name
     if base not in (DELETION_TOPIC, ARCHIVE_TOPIC) and not base.startswith(DELETION_TOPIC + "-"):

@@ -21,6 +21,11 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "correct": bool,
         "raw_kazoo_delete_per_second": float,
         "raw_kazoo_read_delete_pairs_pipelined_per_second": float,
+        "raw_kazoo_read_delete_pairs_multi_per_second": float,
+        "limit_per_second": float,
+        "ratio_per_round": list,
+        "figures": dict,
+        "peak_rss_mb": float,
         "raw_kazoo_delete_threads_per_second": float,
         "raw_kazoo_delete_pipelined_per_second": float,
         "raw_broker_consume_ack_per_second": float,
@@ -71,6 +76,7 @@ def test_bench_quick_json(bench: str) -> None:
     assert "┃" in result.stderr  # and the table was printed
     if bench == "worker_throughput":
         assert figures["correct"] and figures["worker_outcomes"]["deleted"] == figures["count"]
+        assert all(figure["peak_rss_mb"] > 0 for figure in figures["figures"].values())
     elif bench == "in_use_lookups":
         assert figures["correct"] and figures["fetches_per_topic_max"] == 1
     else:

@@ -91,6 +91,20 @@ def test_expiry_refetches(cache: InUseLedgersCache, source: FakeSource, clock: F
     assert cache.counters == CacheCounters(hits=1, misses=2, fetches=2)
 
 
+def test_cached_answers_as_lookup_would_from_the_cache_and_never_fetches(
+    cache: InUseLedgersCache, source: FakeSource, clock: FakeClock
+) -> None:
+    assert cache.cached(A) is None  # nothing cached: lookup would fetch
+    first = cache.lookup(A)
+    assert cache.cached(A) is first
+    assert cache.cached(A, EpochSeconds(first.fetched_at)) is first
+    assert cache.cached(A, EpochSeconds(first.fetched_at + 0.001)) is None  # too old for it
+    clock.now += TTL + 0.001
+    assert cache.cached(A) is None  # expired
+    assert source.calls[A] == 1
+    assert cache.counters == CacheCounters(hits=2, misses=1, fetches=1)
+
+
 def test_concurrent_lookups_of_one_topic_share_one_fetch(clock: FakeClock) -> None:
     threads = 8
     all_missed = threading.Event()

@@ -1,0 +1,239 @@
+"""The steps `bench.worker_throughput` times, each in a fresh forked child process: every
+side starts from the same state (no client, thread or garbage left by an earlier step), and
+the child's peak RSS (ru_maxrss, which only ever grows in a process) is that step's own. It
+covers the bench's Python process only (the worker or raw client, with the Pulsar C++ client
+and kazoo in it), not the ZooKeeper or broker processes; a child starts from the parent's
+imports, reported as `rss_before_mb`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import resource
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import pulsar
+
+from bench._common import (
+    Services,
+    create_ledgers,
+    enqueue_then_commit,
+    ledger_znode,
+    pending,
+    remaining,
+    seed,
+    timed,
+    topics_over,
+)
+from consumers.observer import Observer
+from deletion.domain import message
+from deletion.domain.message import LedgerComponent
+from deletion.domain.message_properties import DELAY_TIME
+from deletion.domain.outcome import Result
+from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
+from deletion.wire import bookkeeper_metadata as bk
+from ledger_janitor.wiring import open_sidecar
+
+WINDOW = 2000  # requests in flight at once in the pipelined raw runs
+MULTI = 1000  # deletes per multi request in the raw run that batches them
+
+
+class Counted(Observer):
+    """Wakes the bench once `count` messages are handled, and not before: a waiter woken on
+    every result would take the GIL from the worker it is timing."""
+
+    def __init__(self, count: int) -> None:
+        self._left = count
+        self._lock = threading.Lock()
+        self.done = threading.Event()
+
+    def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
+        with self._lock:
+            self._left -= 1
+            if self._left <= 0:
+                self.done.set()
+
+
+def worker_rate(
+    svc: Services, chroot: str, count: int, topics: int, parallelism: int, batch_size: int
+) -> dict[str, Any]:
+    """The worker handling `count` enqueued, committed, unreferenced ledgers: timed from
+    start() to the last result."""
+    config = svc.config(
+        chroot,
+        ledger_deletion_worker_threads_of_two_phase_deletion=parallelism,
+        ledger_deletion_batch_size_of_two_phase_deletion=batch_size,
+    )
+    sidecar = open_sidecar(config, client_log=svc.root / "client.log")
+    try:
+        client = sidecar.metadata.client  # type: ignore[attr-defined]
+        seeded = seed(client, sidecar.metadata, topics_over(4, topics), count // topics)
+        released = {i for entry in seeded for i in entry.released}
+        enqueue_then_commit(sidecar, seeded)
+        counted = Counted(len(released))
+        worker = sidecar.worker(observers=[counted], refresh_interval_seconds=1.0)
+        started = time.perf_counter()
+        worker.start()
+        if not counted.done.wait(600):
+            raise RuntimeError(f"the worker did not finish: {worker.stats.summary()}")
+        elapsed = time.perf_counter() - started
+        worker.stop()
+        left = remaining(sidecar.metadata)
+        referenced = set().union(*(entry.referenced() for entry in seeded))
+        return {
+            "per_second": len(released) / elapsed,
+            "outcomes": worker.stats.summary(),
+            "correct": not (left & released) and referenced <= left,
+        }
+    finally:
+        sidecar.close()
+
+
+def kazoo_rate(svc: Services, way: str, chroot: str, count: int, parallelism: int) -> float:
+    """`count` znodes of BookKeeper's layout and size deleted one way: `sync` (one caller),
+    `threads`, `async` (pipelined), `pairs` (a read, then a delete at the version read, both
+    pipelined) or `pairs-multi` (the reads pipelined, the deletes in multi requests)."""
+    data = ledger_znode(TopicName(NamespaceName("raw", "ns"), "t"), LedgerComponent.MANAGED_LEDGER)
+    paths = [bk.ledger_path(i) for i in range(1, count + 1)]
+    client = svc.kazoo()
+    client.ensure_path(chroot)
+    client.stop()
+    client.close()
+    scoped = svc.kazoo(chroot)
+    try:
+        create_ledgers(scoped, [(i, data) for i in range(1, count + 1)])
+        _, seconds = timed(partial(_delete, way, scoped, paths, parallelism))
+    finally:
+        scoped.stop()
+        scoped.close()
+    return count / seconds
+
+
+def _delete(way: str, client: Any, paths: list[str], parallelism: int) -> None:
+    if way == "sync":
+        for path in paths:
+            client.delete(path)
+    elif way == "threads":
+        chunks = [paths[i::parallelism] for i in range(parallelism)]
+        threads = [
+            threading.Thread(target=lambda chunk=chunk: [client.delete(p) for p in chunk])
+            for chunk in chunks
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    elif way == "async":
+        for start in range(0, len(paths), WINDOW):
+            for result in [client.delete_async(p) for p in paths[start : start + WINDOW]]:
+                result.get()
+    else:
+        for start in range(0, len(paths), WINDOW):
+            window = paths[start : start + WINDOW]
+            stats = [read.get()[1] for read in [client.get_async(p) for p in window]]
+            versions = list(zip(window, (stat.version for stat in stats), strict=True))
+            _delete_at(client, versions, multi=way == "pairs-multi")
+
+
+def _delete_at(client: Any, versions: list[tuple[str, int]], multi: bool) -> None:
+    if not multi:
+        for result in [client.delete_async(path, version=v) for path, v in versions]:
+            result.get()
+        return
+    replies = []
+    for start in range(0, len(versions), MULTI):
+        transaction = client.transaction()
+        for path, version in versions[start : start + MULTI]:
+            transaction.delete(path, version)
+        replies.append(transaction.commit_async())
+    for reply in replies:
+        assert all(result is True for result in reply.get())
+
+
+def broker_consume_ack_rate(svc: Services, namespace: NamespaceName, count: int) -> float:
+    """Produce N messages like phase one's, then consume and ack them as the worker does:
+    the same kind of subscription (Shared, partitioned deletion and retry topics, one
+    listener thread)."""
+    client = pulsar.Client(
+        svc.broker.service_url,
+        message_listener_threads=1,
+        logger=pulsar.FileLogger(pulsar.LoggerLevel.Warn, str(svc.root / "raw-client.log")),
+    )
+    try:
+        payload = message.encode(pending(TopicName(namespace, "t"), 2**40))
+        # Blocking when the send queue is full: a send refused (ProducerQueueIsFull) would
+        # leave a message never to be consumed, and the wait below hanging.
+        producer = client.create_producer(
+            namespace.deletion_topic, batching_enabled=False, block_if_queue_full=True
+        )
+        failed: list[Any] = []
+        for _ in range(count):
+            producer.send_async(
+                payload,
+                lambda result, _id: failed.append(result) if result != pulsar.Result.Ok else None,
+                properties={DELAY_TIME: "0"},
+            )
+        producer.flush()
+        if failed:
+            raise RuntimeError(f"{len(failed)} of {count} sends failed: {failed[0]}")
+        done, acked = threading.Event(), [0]
+
+        def on_message(consumer: Any, received: Any) -> None:
+            consumer.acknowledge(received)
+            acked[0] += 1
+            if acked[0] >= count:
+                done.set()
+
+        started = time.perf_counter()
+        consumer = client.subscribe(
+            [namespace.deletion_topic, namespace.retry_topic],
+            SUBSCRIPTION,
+            consumer_type=pulsar.ConsumerType.Shared,
+            message_listener=on_message,
+            receiver_queue_size=100,
+            initial_position=pulsar.InitialPosition.Earliest,
+        )
+        if not done.wait(600):
+            raise RuntimeError(f"only {acked[0]} of {count} messages consumed")
+        elapsed = time.perf_counter() - started
+        consumer.close()
+        return count / elapsed
+    finally:
+        client.close()
+
+
+def in_child(function: Callable[..., Any], *args: Any) -> dict[str, Any]:
+    """`function(*args)` in a fresh forked process: its value (a rate, or a dict with
+    `per_second`), with that child's RSS at its start and at its peak."""
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=_run, args=(function, args, sender))
+    child.start()
+    sender.close()
+    try:
+        result: dict[str, Any] = receiver.recv()
+    finally:
+        child.join()
+    if "error" in result:
+        raise RuntimeError(f"{function.__name__} failed in its child: {result['error']}")
+    return result
+
+
+def _run(function: Callable[..., Any], args: tuple[Any, ...], sender: Any) -> None:
+    try:
+        before = _peak_rss_mb()
+        value = function(*args)
+        figures = value if isinstance(value, dict) else {"per_second": value}
+        sender.send({**figures, "rss_before_mb": before, "peak_rss_mb": _peak_rss_mb()})
+    except Exception as exc:  # reported to the parent, which raises it
+        sender.send({"error": repr(exc)})
+    finally:
+        sender.close()
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
