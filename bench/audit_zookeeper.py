@@ -94,6 +94,19 @@ def single_process_scan(target: ZooKeeperTarget) -> int:
     return sum(1 for _ in scan_buckets(target, buckets))
 
 
+def _imported(_: object) -> list[str]:
+    import audit.ledger_scan
+
+    return [audit.ledger_scan.__name__]
+
+
+def warm_python_workers(spark: SparkSession) -> None:
+    """Start the executors' Python workers and import the scan there, as the file bench's
+    warm-up does for its jobs: a rate is the scan's, not a first job's start-up."""
+    slots = spark.sparkContext.defaultParallelism
+    spark.sparkContext.parallelize(range(slots), slots).mapPartitions(_imported).collect()
+
+
 def bench_zookeeper(
     spark: SparkSession, hosts: str, n: int, log: Console, server: ServerCpu | None = None
 ) -> dict[str, Any]:
@@ -101,6 +114,7 @@ def bench_zookeeper(
     create_s, _, create_rss = measured(lambda: populate(hosts, n))
     log.print(f"zookeeper: {n:,} ledger znodes created at {n / create_s:,.0f}/s")
     target = ZooKeeperTarget(StoreSpec(parse_store_url(f"zk:{hosts}")))
+    warm_python_workers(spark)
     server_before = server.seconds() if server else 0.0
     spark_count, spark_s, spark_rss = measured(
         lambda: zookeeper_inventory(spark, target).count(), jvm
