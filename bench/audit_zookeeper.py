@@ -94,17 +94,17 @@ def single_process_scan(target: ZooKeeperTarget) -> int:
     return sum(1 for _ in scan_buckets(target, buckets))
 
 
-def _imported(_: object) -> list[str]:
-    import audit.ledger_scan
-
-    return [audit.ledger_scan.__name__]
-
-
 def warm_python_workers(spark: SparkSession) -> None:
     """Start the executors' Python workers and import the scan there, as the file bench's
     warm-up does for its jobs: a rate is the scan's, not a first job's start-up."""
+
+    def imported(_: object) -> list[str]:  # a closure: shipped by value, `bench` need not be
+        import audit.ledger_scan  # importable on the executors
+
+        return [audit.ledger_scan.__name__]
+
     slots = spark.sparkContext.defaultParallelism
-    spark.sparkContext.parallelize(range(slots), slots).mapPartitions(_imported).collect()
+    spark.sparkContext.parallelize(range(slots), slots).mapPartitions(imported).collect()
 
 
 def bench_zookeeper(
