@@ -4,7 +4,8 @@ create rate, measured in the same run on the same server.
 Ledger znodes in BookKeeper's 2-4-4 layout are created by transactions of 1,000 (the
 server's best rate: one request carries a thousand writes), then scanned by Spark (one
 connection per partition: `local[2]` gives two) and by the same code in one process with
-one connection. Each figure has the peak memory of its step beside it (bench/rss.py). When
+one connection, Spark after an untimed scan of a tree a tenth the size (`warm_up`). Each
+figure has the peak memory of its step beside it (bench/rss.py). When
 the bench started the server itself, the server's CPU per read is reported too: on a shared
 machine, the server's cost per request bounds what any number of clients can read.
 """
@@ -94,17 +95,13 @@ def single_process_scan(target: ZooKeeperTarget) -> int:
     return sum(1 for _ in scan_buckets(target, buckets))
 
 
-def warm_python_workers(spark: SparkSession) -> None:
-    """Start the executors' Python workers and import the scan there, as the file bench's
-    warm-up does for its jobs: a rate is the scan's, not a first job's start-up."""
-
-    def imported(_: object) -> list[str]:  # a closure: shipped by value, `bench` need not be
-        import audit.ledger_scan  # importable on the executors
-
-        return [audit.ledger_scan.__name__]
-
-    slots = spark.sparkContext.defaultParallelism
-    spark.sparkContext.parallelize(range(slots), slots).mapPartitions(imported).collect()
+def warm_up(spark: SparkSession, hosts: str, n: int) -> None:
+    """A Spark scan of a small tree beside the measured one (chroot `warm-up` below it), not
+    timed, as the file bench warms up: the Python workers start and import the scan, and the
+    JVM compiles its row conversion (the first scan ran 30% slower than the next ones)."""
+    warm = f"{hosts}/warm-up"
+    populate(warm, max(1_000, n // 10))
+    zookeeper_inventory(spark, ZooKeeperTarget(StoreSpec(parse_store_url(f"zk:{warm}")))).count()
 
 
 def bench_zookeeper(
@@ -114,7 +111,7 @@ def bench_zookeeper(
     create_s, _, create_rss = measured(lambda: populate(hosts, n))
     log.print(f"zookeeper: {n:,} ledger znodes created at {n / create_s:,.0f}/s")
     target = ZooKeeperTarget(StoreSpec(parse_store_url(f"zk:{hosts}")))
-    warm_python_workers(spark)
+    warm_up(spark, hosts, n)
     server_before = server.seconds() if server else 0.0
     spark_count, spark_s, spark_rss = measured(
         lambda: zookeeper_inventory(spark, target).count(), jvm
