@@ -6,9 +6,11 @@
    whole audit (`audit.pipeline.run_audit`) and the bare anti-join; the baselines are DuckDB
    and Python sets, one process each, computing the same orphan candidates. Spark is timed
    after a small warm-up run (a one-off CLI run also pays the JVM's warm-up, ~10 s).
-2. ZooKeeper: 100k ledger znodes in BookKeeper's layout on a real server (started here the
+2. ZooKeeper: 200k ledger znodes in BookKeeper's layout on a real server (started here the
    way harness/zookeeper.py does, unless --zookeeper is given), scanned by Spark (one
-   connection per partition) and by the same code in one process with one connection.
+   connection per partition) and by the same code in one process with one connection,
+   next to the server's create rate and the target (bench/audit_zookeeper.py). Peak RSS
+   (bench/rss.py) is reported beside each ZooKeeper figure.
 
 `--quick` shrinks both to seconds (the test suite runs it); `--json` ends with one JSON line.
 """
@@ -27,25 +29,21 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import duckdb
-from kazoo.client import KazooClient
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 from rich.console import Console
 from rich.table import Table
 
-from audit.ledger_scan import ZooKeeperTarget, expand_buckets, scan_buckets, zookeeper_inventory
 from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
 from audit.session import open_session
 from audit.transform import unreferenced
-from config import parse_store_url
-from deletion.adapters.opening import StoreSpec
-from deletion.adapters.stores.zookeeper import connect_client
-from deletion.domain.decision import pulsar_custom_metadata
-from deletion.domain.message import LedgerComponent
-from deletion.domain.topics import NamespaceName, TopicName
-from deletion.wire import bookkeeper_metadata as bk
-from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+from bench.audit_zookeeper import (
+    ServerCpu,
+    bench_zookeeper,
+    render_zookeeper,
+    zookeeper_verdicts,
+)
 
 T = TypeVar("T")
 DAY_MS = 86_400_000
@@ -151,68 +149,6 @@ def bench_files(
     return rows
 
 
-def ledger_znode() -> bytes:
-    """A closed Pulsar ledger's metadata, BookKeeper format v3."""
-    metadata = LedgerMetadataFormat(quorumSize=2, ensembleSize=2, length=1024, ackQuorumSize=2)
-    metadata.state = LedgerMetadataFormat.CLOSED
-    metadata.segment.add(ensembleMember=["bookie-1:3181", "bookie-2:3181"], firstEntryId=0)
-    topic = TopicName(NamespaceName("tenant", "ns"), "topic")
-    for key, value in pulsar_custom_metadata(topic, LedgerComponent.MANAGED_LEDGER).items():
-        metadata.customMetadata.add(key=key, value=value)
-    return bk.encode_v3(metadata)
-
-
-def connect(hosts: str) -> KazooClient:
-    """A client on `hosts`, creating its chroot first if there is one."""
-    url = parse_store_url(f"zk:{hosts}")
-    return connect_client(url.hosts, url.chroot, timeout=30)
-
-
-def populate(hosts: str, n: int) -> float:
-    """Ledger znodes 0..n-1 in the 2-4-4 layout, by transactions of 1000; returns znodes/s."""
-    client = connect(hosts)
-    try:
-        data = ledger_znode()
-        started = time.perf_counter()
-        for parent in sorted({bk.ledger_path(i).rsplit("/", 1)[0] for i in range(n)}):
-            client.ensure_path(parent)
-        for start in range(0, n, 1000):
-            transaction = client.transaction()
-            for ledger_id in range(start, min(n, start + 1000)):
-                transaction.create(bk.ledger_path(ledger_id), data)
-            assert not any(isinstance(r, Exception) for r in transaction.commit())
-        return n / (time.perf_counter() - started)
-    finally:
-        client.stop()
-        client.close()
-
-
-def bench_zookeeper(spark: SparkSession, hosts: str, n: int, log: Console) -> dict[str, Any]:
-    created = populate(hosts, n)
-    log.print(f"zookeeper: {n:,} ledger znodes created at {created:,.0f}/s")
-    target = ZooKeeperTarget(StoreSpec(parse_store_url(f"zk:{hosts}")))
-    spark_count, spark_s = timed(lambda: zookeeper_inventory(spark, target).count())
-
-    def single() -> int:
-        store = target.open()
-        try:
-            buckets = expand_buckets(store.children, target.root, 1)
-        finally:
-            store.close()
-        return sum(1 for _ in scan_buckets(target, buckets))
-
-    single_count, single_s = timed(single)
-    assert spark_count == single_count == n, (spark_count, single_count)
-    return {
-        "znodes": n,
-        "create_per_s": round(created),
-        "spark_partitions": spark.sparkContext.defaultParallelism,
-        "spark_per_s": round(n / spark_s),
-        "single_client_per_s": round(n / single_s),
-        "spark_wins": spark_s < single_s,
-    }
-
-
 def _compare(spark_s: float, other_s: float, other: str) -> str:
     """Who wins, calling anything within 10% a tie (one run on a shared machine is noisy)."""
     if 0.9 <= spark_s / other_s <= 1.1:
@@ -230,12 +166,7 @@ def verdicts(files: list[dict[str, Any]], zk: dict[str, Any]) -> list[str]:
         )
         for row in files
     ]
-    lines.append(
-        f"ZooKeeper scan of {zk['znodes']:,} znodes: "
-        + _compare(1 / zk["spark_per_s"], 1 / zk["single_client_per_s"], "one client")
-        + f" ({zk['spark_per_s']:,}/s with {zk['spark_partitions']} partitions vs "
-        f"{zk['single_client_per_s']:,}/s)"
-    )
+    lines.extend(zookeeper_verdicts(zk, _compare))
     lines.append(
         "Spark pays off by scaling out: inventories past one machine's memory, and ZooKeeper "
         "scans spread over many executors' clients. On one machine with inputs that fit, a "
@@ -251,17 +182,13 @@ def render(files: list[dict[str, Any]], zk: dict[str, Any], console: Console) ->
                       f"{row['spark_antijoin_s']:.2f} s", f"{row['duckdb_s']:.2f} s",
                       f"{row['python_sets_s']:.2f} s", f"{row['orphans']:,}")  # fmt: skip
     console.print(table)
-    zk_table = Table("zookeeper", "create", "spark scan", "one-client scan")
-    zk_table.add_row(f"{zk['znodes']:,} ledger znodes", f"{zk['create_per_s']:,}/s",
-                     f"{zk['spark_per_s']:,}/s ({zk['spark_partitions']} partitions)",
-                     f"{zk['single_client_per_s']:,}/s")  # fmt: skip
-    console.print(zk_table)
+    render_zookeeper(zk, console)
     for line in verdicts(files, zk):
         console.print(f"- {line}", highlight=False)
 
 
 def run(quick: bool, zookeeper: str | None, console: Console) -> dict[str, Any]:
-    sizes, znodes = ([20_000], 2_000) if quick else ([1_000_000, 10_000_000], 100_000)
+    sizes, znodes = ([20_000], 2_000) if quick else ([1_000_000, 10_000_000], 200_000)
     started = time.perf_counter()
     session = open_session(None, extra={"spark.driver.memory": "6g"})
     try:
@@ -272,9 +199,11 @@ def run(quick: bool, zookeeper: str | None, console: Console) -> dict[str, Any]:
             else:
                 from harness.zookeeper import ZooKeeperServer
 
-                server = ZooKeeperServer(Path(tmp) / "zookeeper").start()
+                server = ZooKeeperServer(Path(tmp) / "zookeeper", heap="1g").start()
                 try:
-                    zk = bench_zookeeper(session.spark, server.hosts, znodes, console)
+                    assert server.process is not None
+                    cpu = ServerCpu(server.process.pid)
+                    zk = bench_zookeeper(session.spark, server.hosts, znodes, console, cpu)
                 finally:
                     server.stop()
     finally:

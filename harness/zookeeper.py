@@ -15,9 +15,11 @@ JARS = (Path("/usr/share/java/zookeeper.jar"), Path("/usr/share/java/slf4j-simpl
 
 
 class ZooKeeperServer:
-    def __init__(self, root: Path, port: int = 0) -> None:
+    def __init__(self, root: Path, port: int = 0, heap: str = "256m") -> None:
+        """`heap` is the JVM's -Xmx: 256m holds the tests' trees; 200k ledgers need more."""
         self.root = root
         self.port = port or free_port()
+        self.heap = heap
         self.process: subprocess.Popen[bytes] | None = None
 
     @classmethod
@@ -50,7 +52,7 @@ class ZooKeeperServer:
         self.process = subprocess.Popen(
             [
                 java,
-                "-Xmx256m",
+                f"-Xmx{self.heap}",
                 "-cp",
                 classpath,
                 "org.apache.zookeeper.server.quorum.QuorumPeerMain",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import islice
 from typing import Any, Protocol, TypeVar
 
 from core.clock import EpochSeconds
@@ -13,6 +14,7 @@ from deletion.domain.message import PendingDeleteLedgerInfo
 from deletion.domain.topics import TopicName
 
 ANY_VERSION = -1
+STREAM_CHUNK = 1000  # reads per get_many of the default get_stream
 K = TypeVar("K")
 T = TypeVar("T")
 
@@ -70,6 +72,19 @@ class MetadataStore(Protocol):
 
     def delete_many(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
         return [_deletion(self.delete, path, version) for path, version in versions]
+
+    def children_many(self, paths: Sequence[str]) -> list[list[str]]:
+        return [self.children(path) for path in paths]
+
+    def get_stream(self, keyed: Iterable[tuple[K, str]]) -> Iterator[tuple[K, Node | None]]:
+        """Each `(key, path)`'s node, in order, read ahead of the caller: by batches of
+        get_many here; a store that can pipeline keeps a bounded window of reads in flight
+        instead, refilled as replies arrive. `keyed` is drawn lazily, so it may be a walk of
+        the tree. An error ends the stream with it; a missing node is None."""
+        pairs = iter(keyed)
+        while chunk := list(islice(pairs, STREAM_CHUNK)):
+            nodes = self.get_many([path for _, path in chunk])
+            yield from zip((key for key, _ in chunk), nodes, strict=True)
 
     def close(self) -> None: ...
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -31,9 +32,12 @@ from core.errors import (
     TransientMetadataError,
     VersionConflictError,
 )
+from deletion.adapters.stores.zookeeper_select import SelectHandler
 from deletion.domain.ports import ANY_VERSION, Deletion, MetadataStore, Node, Stat
 
+K = TypeVar("K")
 T = TypeVar("T")
+READ_WINDOW = 2000  # reads in flight in get_stream: enough to hide the round trip
 
 _TRANSIENT = (
     ConnectionLoss,
@@ -44,18 +48,23 @@ _TRANSIENT = (
 )
 
 
+_TRANSLATED = (*_TRANSIENT, KazooException, ValueError)
+
+
+def _translation(path: str, exc: Exception) -> JanitorError:
+    if isinstance(exc, _TRANSIENT):
+        return TransientMetadataError(f"ZooKeeper unavailable at {path}: {type(exc).__name__}")
+    if isinstance(exc, KazooException):
+        return MetadataError(f"ZooKeeper failed at {path}: {type(exc).__name__} {exc}")
+    return MetadataError(f"invalid ZooKeeper path {path!r}: {exc}")  # kazoo's validation
+
+
 @contextmanager
 def _translated(path: str) -> Iterator[None]:
     try:
         yield
-    except _TRANSIENT as exc:
-        raise TransientMetadataError(
-            f"ZooKeeper unavailable at {path}: {type(exc).__name__}"
-        ) from exc
-    except KazooException as exc:
-        raise MetadataError(f"ZooKeeper failed at {path}: {type(exc).__name__} {exc}") from exc
-    except ValueError as exc:  # kazoo's own path validation
-        raise MetadataError(f"invalid ZooKeeper path {path!r}: {exc}") from exc
+    except _TRANSLATED as exc:
+        raise _translation(path, exc) from exc
 
 
 # `user:password` for ZooKeeper's digest scheme; from the environment only, never logged.
@@ -78,7 +87,7 @@ def _client_options(digest: str) -> dict[str, Any]:
 
 
 def _started(hosts: str, timeout: float, options: dict[str, Any]) -> KazooClient:
-    client = KazooClient(hosts=hosts, timeout=timeout, **options)
+    client = KazooClient(hosts=hosts, timeout=timeout, handler=SelectHandler(), **options)
     try:
         client.start(timeout=timeout)
     except (KazooException, KazooTimeoutError) as exc:
@@ -122,6 +131,13 @@ def _read(reply: IAsyncResult, timeout: float) -> Node | None:
     return Node(bytes(data or b""), _stat(zstat))
 
 
+def _listed(reply: IAsyncResult, timeout: float) -> list[str]:
+    try:
+        return sorted(reply.get(timeout=timeout))
+    except NoNodeError:
+        return []
+
+
 def _deleted(reply: IAsyncResult, timeout: float) -> Deletion:
     try:
         reply.get(timeout=timeout)
@@ -158,11 +174,16 @@ def _settle(
 
 class ZooKeeperMetadataStore(MetadataStore):
     def __init__(
-        self, client: KazooClient, owns_client: bool = False, reply_timeout: float = 30.0
+        self,
+        client: KazooClient,
+        owns_client: bool = False,
+        reply_timeout: float = 30.0,
+        read_window: int = READ_WINDOW,
     ) -> None:
         self._client = client
         self._owns_client = owns_client
         self._reply_timeout = reply_timeout
+        self._read_window = max(1, read_window)
 
     @classmethod
     def connect(
@@ -224,6 +245,31 @@ class ZooKeeperMetadataStore(MetadataStore):
         with _translated(paths[0] if paths else "/"):
             pending = [self._client.delete_async(path, version) for path, version in versions]
         return _settle(paths, pending, _deleted, self._reply_timeout)
+
+    def children_many(self, paths: Sequence[str]) -> list[list[str]]:
+        with _translated(paths[0] if paths else "/"):
+            pending = [self._client.get_children_async(path) for path in paths]
+        return _settle(paths, pending, _listed, self._reply_timeout)
+
+    def get_stream(self, keyed: Iterable[tuple[K, str]]) -> Iterator[tuple[K, Node | None]]:
+        """A sliding window of `read_window` gets in flight, one sent for each reply taken:
+        the connection never idles waiting for the caller, nor the caller for a batch."""
+        in_flight: deque[tuple[K, str, IAsyncResult]] = deque()
+        for key, path in keyed:
+            try:  # not `_translated`: two context managers per read show in a scan's profile
+                in_flight.append((key, path, self._client.get_async(path)))
+            except _TRANSLATED as exc:
+                raise _translation(path, exc) from exc
+            if len(in_flight) >= self._read_window:
+                yield self._taken(*in_flight.popleft())
+        while in_flight:
+            yield self._taken(*in_flight.popleft())
+
+    def _taken(self, key: K, path: str, reply: IAsyncResult) -> tuple[K, Node | None]:
+        try:
+            return key, _read(reply, self._reply_timeout)
+        except _TRANSLATED as exc:
+            raise _translation(path, exc) from exc
 
     def _versioned(self, path: str, operation: Callable[[], Any]) -> Stat:
         with _translated(path):

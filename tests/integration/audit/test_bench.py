@@ -31,5 +31,12 @@ def test_quick_benchmark_prints_one_json_line(
     zk = figures["zookeeper"]
     assert zk["znodes"] == 2_000
     assert all(zk[k] > 0 for k in ("create_per_s", "spark_per_s", "single_client_per_s"))
-    assert len(figures["verdicts"]) == 3 and "Spark" in figures["verdicts"][-1]
+    assert zk["target_per_s"] == 25_000 and zk["target_met"] == (zk["spark_per_s"] >= 25_000)
+    for step in ("create", "spark", "single_client"):
+        assert zk[f"{step}_peak_rss_mb"]["driver_mb"] > 0
+    workers = zk["spark_peak_rss_mb"]
+    assert workers["jvm_mb"] > workers["python_workers_mb"] > 0  # the scan ran in workers
+    assert zk["server_cpu_us_per_read"] is None  # not our server: its CPU is not ours to read
+    assert len(figures["verdicts"]) == 4 and "Spark" in figures["verdicts"][-1]
+    assert any("25,000/s with 2 partitions" in line for line in figures["verdicts"])
     assert spark.getActiveSession() is not None  # the shared session survives the benchmark

@@ -1,0 +1,119 @@
+"""ZooKeeper's streamed reads on a real server: a bounded window, nodes deleted under it,
+errors that end it, and kazoo waiting with select(2) or, past FD_SETSIZE, its own selectors."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl
+
+from config import parse_store_url
+from core.errors import MetadataError, TransientMetadataError
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore, connect_client
+from deletion.adapters.stores.zookeeper_select import FD_SETSIZE, SelectHandler
+from harness.zookeeper import ZooKeeperServer
+
+
+@pytest.fixture
+def client(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[KazooClient]:
+    started = connect_client(zookeeper.hosts, chroot)
+    yield started
+    started.stop()
+    started.close()
+
+
+def _store(client: KazooClient, window: int) -> ZooKeeperMetadataStore:
+    return ZooKeeperMetadataStore(client, read_window=window)
+
+
+def _nodes(client: KazooClient, n: int) -> list[str]:
+    transaction = client.transaction()
+    paths = [f"/n/{i:04d}" for i in range(n)]
+    client.ensure_path("/n")
+    for path in paths:
+        transaction.create(path, path.encode())
+    assert not any(isinstance(r, Exception) for r in transaction.commit())
+    return paths
+
+
+def test_the_window_bounds_the_reads_in_flight(client: KazooClient) -> None:
+    paths = _nodes(client, 40)
+    drawn: list[str] = []
+
+    def walk() -> Iterator[tuple[str, str]]:
+        for path in paths:
+            drawn.append(path)
+            yield path, path
+
+    taken, ahead = 0, []
+    for key, node in _store(client, 5).get_stream(walk()):
+        taken += 1
+        ahead.append(len(drawn) - (taken - 1))  # sent, less those answered before this one
+        assert node is not None and node.data == key.encode()
+    assert taken == 40 and len(drawn) == 40
+    assert max(ahead) == 5 and ahead[:36] == [5] * 36  # full, refilled as each reply is taken
+
+
+def test_a_node_deleted_while_reads_are_in_flight_is_none(client: KazooClient) -> None:
+    paths = _nodes(client, 300)
+    stream = _store(client, 100).get_stream((path, path) for path in paths)
+    first, _ = next(stream)  # 100 reads were sent before this answer came
+    assert first == paths[0]
+    client.delete(paths[50])  # its read is already answered: it existed then
+    client.delete(paths[250])  # listed but not yet read: gone
+    answered = {key: node for key, node in stream}
+    assert answered[paths[50]] is not None
+    assert answered[paths[250]] is None
+    assert sum(node is not None for node in answered.values()) == 298
+
+
+def test_an_unreadable_node_ends_the_stream_naming_it(client: KazooClient) -> None:
+    paths = _nodes(client, 20)
+    client.create("/n/0010x", b"", acl=[make_digest_acl("someone-else", "secret", all=True)])
+    asked = [(p, p) for p in paths[:10]] + [("x", "/n/0010x")] + [(p, p) for p in paths[10:]]
+    seen: list[str] = []
+    with pytest.raises(MetadataError, match=r"/n/0010x.*NoAuth") as info:
+        seen.extend(key for key, _ in _store(client, 8).get_stream(asked))
+    assert not isinstance(info.value, TransientMetadataError)
+    assert seen == paths[:10]
+
+
+def test_a_server_lost_mid_stream_is_transient(tmp_path: Path) -> None:
+    server = ZooKeeperServer(tmp_path / "zookeeper").start()
+    try:
+        store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{server.hosts}"), timeout=2)
+        paths = _nodes(store.client, 2000)
+        stream = store.get_stream((path, path) for path in paths)
+        next(stream)
+        server.stop()
+        with pytest.raises(TransientMetadataError, match="ZooKeeper unavailable"):
+            list(stream)
+        store.close()
+    finally:
+        server.stop()
+
+
+def test_the_handler_waits_past_fd_setsize_as_kazoo_does() -> None:
+    """select(2) cannot watch a descriptor past FD_SETSIZE; kazoo's selectors still can."""
+    reader, writer = socket.socketpair()
+    high = FD_SETSIZE + 10
+    try:
+        os.dup2(reader.fileno(), high)
+    except OSError:
+        pytest.skip("this process may not open descriptors past FD_SETSIZE")
+    try:
+        far = socket.socket(fileno=high)
+        writer.send(b"x")
+        handler = SelectHandler()
+        assert handler.select([far], [], [], 1.0)[0] == [far]
+        assert handler.select([reader], [writer], [], 1.0) == ([reader], [writer], [])
+        far.detach()
+    finally:
+        os.close(high)
+        reader.close()
+        writer.close()
