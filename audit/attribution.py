@@ -31,8 +31,32 @@ _PARTITION: Final = r".-partition-(0|[1-9][0-9]{0,9})$"
 _MAX_PARTITION: Final = 2**31 - 1
 
 
+# What attribution reads of a ledger's custom metadata, as columns of their own: the
+# aggregated audit attributes once per distinct combination of them, not once per ledger.
+UNREADABLE: Final = "meta_unreadable"
+_KEYS: Final = {
+    "meta_application": "application",
+    "meta_component": "component",
+    "meta_managed_ledger": "pulsar/managed-ledger",
+    "meta_cursor": "pulsar/cursor",
+    "meta_schema_id": "pulsar/schemaId",
+}
+KEY_COLUMNS: Final = (UNREADABLE, *_KEYS)
+
+
+def attribution_keys() -> list[Column]:
+    """The `KEY_COLUMNS` that `attribute_keys` reads, taken from `custom_metadata`."""
+    return [
+        sf.col("custom_metadata").isNull().alias(UNREADABLE),
+        *(
+            sf.try_element_at(sf.col("custom_metadata"), sf.lit(key)).alias(column)
+            for column, key in _KEYS.items()
+        ),
+    ]
+
+
 def _meta(key: str) -> Column:
-    return sf.try_element_at(sf.col("custom_metadata"), sf.lit(key))
+    return sf.col(next(column for column, name in _KEYS.items() if name == key))
 
 
 def _name_parts(name: Column, pattern: str) -> tuple[Column, Column, Column]:
@@ -45,7 +69,12 @@ def _name_parts(name: Column, pattern: str) -> tuple[Column, Column, Column]:
 
 
 def attribute(ledgers: DataFrame) -> DataFrame:
-    """Add `topic`, `namespace`, `component` (a LedgerComponent value), `kind` and `reason`.
+    """Add `topic`, `namespace`, `component` (a LedgerComponent value), `kind` and `reason`."""
+    return attribute_keys(ledgers.select("*", *attribution_keys())).drop(*KEY_COLUMNS)
+
+
+def attribute_keys(ledgers: DataFrame) -> DataFrame:
+    """`attribute`, reading the `KEY_COLUMNS` (see `attribution_keys`) instead of the map.
 
     `kind` is null for an attributable ledger, FOREIGN for one without `application=pulsar`
     and UNATTRIBUTABLE otherwise, with the `reason`; the three name columns are set only
@@ -86,7 +115,7 @@ def attribute(ledgers: DataFrame) -> DataFrame:
         sf.lit(False),
     )
     why = (
-        sf.when(sf.col("custom_metadata").isNull(), "custom metadata unreadable")
+        sf.when(sf.col(UNREADABLE), "custom metadata unreadable")
         .when(~sf.coalesce(is_pulsar, sf.lit(False)), "no application=pulsar")
         .when(component.isNull(), "no component")
         .when(
@@ -101,7 +130,7 @@ def attribute(ledgers: DataFrame) -> DataFrame:
         .when(is_schema & is_partition, "schema id names a partition")
         .otherwise("not attributable")
     )
-    foreign = sf.col("custom_metadata").isNotNull() & ~sf.coalesce(is_pulsar, sf.lit(False))
+    foreign = ~sf.col(UNREADABLE) & ~sf.coalesce(is_pulsar, sf.lit(False))
     ledger_component = (
         sf.when(is_schema, sf.lit(LedgerComponent.SCHEMA_STORAGE.value))
         .when(cursor.isNotNull(), sf.lit(LedgerComponent.MANAGED_CURSOR.value))

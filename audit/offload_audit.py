@@ -130,9 +130,23 @@ def audit_tiered(
 
 
 def _finish(tiered: TieredAudit) -> TieredAudit:
-    tiered.missing = tiered.missing.persist(StorageLevel.MEMORY_AND_DISK)
-    tiered.missing_rows = tiered.missing.orderBy("what", "namespace", "ledger_id").collect()
+    """Collected once (an alarm list is short); the frame is rebuilt from the rows, so that
+    writing it reads nothing again and nothing is cached."""
+    missing = tiered.missing
+    tiered.missing_rows = _collected(
+        "the missing-data report", missing.orderBy("what", "namespace", "ledger_id")
+    )
+    tiered.missing = missing.sparkSession.createDataFrame(tiered.missing_rows, missing.schema)
     return tiered
+
+
+def _collected(what: str, frame: DataFrame) -> list[Row]:
+    try:
+        return frame.collect()
+    except JanitorError:
+        raise
+    except Exception as exc:  # a task's error arrives wrapped by Spark
+        raise AuditError(f"{what} failed, audit aborted: {describe_failure(exc)}") from exc
 
 
 def _summary(classified: DataFrame) -> DataFrame:

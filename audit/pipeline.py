@@ -8,14 +8,15 @@ store before it is reported, since it may have been created after the inventory 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as sf
+from pyspark.sql.types import StructType
 
 from audit import files, offload_audit, transform
 from audit.errors import AuditError, describe_failure
@@ -24,10 +25,12 @@ from audit.offload_targets import OffloadTargets
 from audit.progress import ScanProgress
 from audit.reference_scan import metadata_references
 from audit.report_data import write_html_report
-from audit.schema import FOREIGN, ORPHAN, UNATTRIBUTABLE, YOUNG
+from audit.schema import FOREIGN, ORPHAN, STATUSES, UNATTRIBUTABLE, YOUNG
 from core.errors import DecodeError, JanitorError
 from deletion.adapters.opening import StoreSpec
 from deletion.domain.ports import LedgerStorage
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def _inventory(spark: SparkSession, options: AuditOptions) -> DataFrame:
         return files.read_inventory(spark, options.inventory_file)
     if options.ledgers is None:
         raise AuditError("no ledger store to scan and no --inventory file")
-    return ledger_inventory(spark, options.ledgers)
+    return _snapshot(ledger_inventory(spark, options.ledgers))
 
 
 def _references(spark: SparkSession, options: AuditOptions) -> DataFrame:
@@ -89,24 +92,77 @@ def _references(spark: SparkSession, options: AuditOptions) -> DataFrame:
         return files.read_references(spark, options.references_file)
     if options.metadata is None:
         raise AuditError("no metadata store to scan and no --references file")
-    return metadata_references(spark, options.metadata)
+    return _snapshot(metadata_references(spark, options.metadata))
 
 
-def _materialize(frame: DataFrame, what: str) -> tuple[DataFrame, int]:
-    """Persist and count: one consistent snapshot for everything that follows."""
-    kept = frame.persist(StorageLevel.MEMORY_AND_DISK)
+def _snapshot(scan: DataFrame) -> DataFrame:
+    """A scan is kept as first read (its first job fills the cache): the store keeps changing,
+    and every later job must see one consistent state. A file is read where it is used."""
+    return scan.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def _collect(what: str, job: Callable[[], T]) -> T:
+    """Run a Spark job; a task's failure (a scan's, a malformed file's) aborts the audit."""
     try:
-        return kept, kept.count()
+        return job()
     except JanitorError:
         raise
     except Exception as exc:  # a task's error arrives wrapped by Spark
         raise AuditError(f"{what} failed, audit aborted: {describe_failure(exc)}") from exc
 
 
-def _check_inventory(inventory: DataFrame) -> None:
-    bad = inventory.where(sf.col("ledger_id").isNull() | (sf.col("ledger_id") < 0)).limit(1).count()
-    if bad:
+def _count_inventory(inventory: DataFrame) -> int:
+    """The ledgers, refusing rows without a valid id; one job over the ids alone."""
+    invalid = sf.col("ledger_id").isNull() | (sf.col("ledger_id") < 0)
+    row = inventory.agg(sf.count(sf.lit(1)).alias("rows"), sf.count_if(invalid).alias("bad"))
+    figures = _collect("the inventory scan", row.first)
+    assert figures is not None  # a global aggregation has one row
+    if figures["bad"]:
         raise AuditError("the inventory has rows without a valid ledger_id")
+    return int(figures["rows"])
+
+
+def _check_references(references: DataFrame, ledgers: int) -> None:
+    """Refuse an audit without any reference while ledgers exist (a scan is kept here)."""
+    rows = _collect("the reference scan", references.count)
+    if rows == 0 and ledgers > 0:
+        raise AuditError(
+            f"no references at all, yet {ledgers} ledgers exist: wrong metadata store, chroot or "
+            "file? Refusing to call every ledger an orphan"
+        )
+
+
+@dataclass(frozen=True)
+class Tally:
+    summary: list[Row]  # transform.summarize's rows
+    summary_schema: StructType
+    referenced: int  # distinct ledger ids
+    dangling_candidates: list[int]
+
+
+def _tally(inventory: DataFrame, references: DataFrame, options: AuditOptions) -> Tally:
+    """The summary and the dangling candidates, from one job (`transform.tally`)."""
+    frame = transform.tally(inventory, references, options.now_ms, options.min_age_ms)
+    rows = _collect("reading the inventory and the references", frame.collect)
+    summary = [_summary_row(row) for row in rows if row["status"] in STATUSES]
+    (referenced,) = (int(row["ledgers"]) for row in rows if row["status"] == transform.REFERENCED)
+    candidates = sorted(
+        {int(i) for row in rows if row["status"] == transform.DANGLING for i in row["dangling_ids"]}
+    )
+    schema = StructType([f for f in frame.schema.fields if f.name != "dangling_ids"])
+    return Tally(summary, schema, referenced, candidates)
+
+
+def _summary_row(row: Row) -> Row:
+    return Row(**{k: v for k, v in row.asDict().items() if k != "dangling_ids"})
+
+
+def status_counts(summary: list[Row]) -> dict[str, int]:
+    """How many unreferenced ledgers have each status, from the summary's rows."""
+    counts: dict[str, int] = {}
+    for row in summary:
+        counts[row["status"]] = counts.get(row["status"], 0) + int(row["ledgers"])
+    return counts
 
 
 def confirm_dangling(candidates: list[int], storage: LedgerStorage | None) -> list[int]:
@@ -129,46 +185,48 @@ def run_audit(
     progress: ScanProgress,
     ledger_storage: LedgerStorage | None = None,
 ) -> AuditResult:
-    """Classify every ledger; write the report if `options.output`. Enqueues nothing."""
+    """Classify every ledger; write the report if `options.output`. Enqueues nothing.
+
+    Three jobs when the inputs are files: the inventory's ids, the references' row count
+    (Parquet's footers), then one pass over both for the summary, the referenced count and
+    the dangling candidates. The per-ledger classification stays lazy: only the report
+    and the enqueueing read it.
+    """
     with progress.step("inventory: reading ledger metadata"):
-        inventory, ledgers = _materialize(_inventory(spark, options), "the inventory scan")
-        _check_inventory(inventory)
+        inventory = _inventory(spark, options)
+        ledgers = _count_inventory(inventory)
     # Listed before the references, like the inventory: see audit.offload_audit.
     objects = offload_audit.list_objects(spark, options, progress)
     with progress.step("references: reading Pulsar metadata"):
-        references, reference_rows = _materialize(_references(spark, options), "the reference scan")
-    if reference_rows == 0 and ledgers > 0:
-        raise AuditError(
-            f"no references at all, yet {ledgers} ledgers exist: wrong metadata store, chroot or "
-            "file? Refusing to call every ledger an orphan"
-        )
+        references = _references(spark, options)
+        _check_references(references, ledgers)
     with progress.step("classifying"):
-        classified = transform.classify(inventory, references, options.now_ms, options.min_age_ms)
-        classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
-        counts = transform.status_counts(classified)
-        referenced = transform.distinct_ledgers(references)
-        dangling = transform.dangling(references, inventory).persist(StorageLevel.MEMORY_AND_DISK)
-        candidates = sorted({int(r["ledger_id"]) for r in dangling.select("ledger_id").collect()})
-        summary = transform.summarize(classified)
-        summary_rows = summary.collect()
-    confirmed = confirm_dangling(candidates, ledger_storage)
-    if len(confirmed) != len(candidates):
-        dangling = dangling.where(sf.col("ledger_id").isin(confirmed))
-    result = AuditResult(ledgers, referenced, counts, confirmed, summary_rows, classified, dangling)
+        tally = _tally(inventory, references, options)
+    confirmed = confirm_dangling(tally.dangling_candidates, ledger_storage)
+    dangling = transform.dangling_among(references, confirmed)
+    classified = transform.classify(inventory, references, options.now_ms, options.min_age_ms)
+    counts = status_counts(tally.summary)
+    result = AuditResult(
+        ledgers, tally.referenced, counts, confirmed, tally.summary, classified, dangling
+    )
     # --- tiered storage and the missing-data report (audit.offload_audit) ---
     with progress.step("tiered storage and missing data: classifying"):
         result.tiered = offload_audit.audit_tiered(objects, references, dangling, options)
     result.extra.update(result.tiered.figures())
     if options.output is not None:
         with progress.step(f"report: writing Parquet and HTML to {options.output}"):
-            figures = {
-                **result.figures(),
-                "now_ms": options.now_ms,
-                "min_age_ms": options.min_age_ms,
-            }
-            files.write_report(options.output, classified, dangling, summary, figures)
-            offload_audit.write_tiered(options.output, result.tiered)
-            write_html_report(
-                options.output, figures, summary_rows, classified, dangling, result.tiered
-            )
+            _write_report(spark, options.output, options, result, tally)
     return result
+
+
+def _write_report(
+    spark: SparkSession, output: Path, options: AuditOptions, result: AuditResult, tally: Tally
+) -> None:
+    figures = {**result.figures(), "now_ms": options.now_ms, "min_age_ms": options.min_age_ms}
+    summary = spark.createDataFrame(tally.summary, tally.summary_schema)
+    files.write_report(output, result.classified, result.dangling, summary, figures)
+    if result.tiered is not None:
+        offload_audit.write_tiered(output, result.tiered)
+    write_html_report(
+        output, figures, tally.summary, result.classified, result.dangling, result.tiered
+    )

@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 import typer
 from pyspark.sql import SparkSession
+from rich.console import Console
 from typer.testing import CliRunner
 
 from audit.errors import AuditError
+from audit.pipeline import AuditOptions, run_audit
+from audit.progress import ScanProgress
 from audit.schema import INVENTORY_SCHEMA
 from ledger_janitor.audit_cli import parse_duration_ms, parse_time_ms
 from tests.integration.audit.test_end_to_end import cli_app
@@ -99,6 +102,45 @@ def test_a_parquet_inventory_reads_like_json_lines(spark: SparkSession, tmp_path
     code, stdout, _, _ = run(*offline(tmp_path / "inventory.parquet", references, "--json"))
     assert code == 0
     assert json.loads(stdout.strip().splitlines()[-1])["orphans"] == 2
+
+
+def test_an_audit_of_parquet_files_caches_nothing_and_writes_its_report(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    rows = [(r["ledger_id"], r["ctime_ms"], r["custom_metadata"], r.get("size")) for r in INVENTORY]
+    spark.createDataFrame(rows, INVENTORY_SCHEMA).write.parquet(str(tmp_path / "inventory.parquet"))
+    spark.read.json(str(write_jsonl(tmp_path / "r.jsonl", REFERENCES))).write.parquet(
+        str(tmp_path / "references.parquet")
+    )
+    options = AuditOptions(
+        NOW,
+        7 * DAY,
+        inventory_file=tmp_path / "inventory.parquet",
+        references_file=tmp_path / "references.parquet",
+        output=tmp_path / "report",
+    )
+    cached = spark.sparkContext._jsc.getPersistentRDDs().size()
+    result = run_audit(spark, options, ScanProgress(spark.sparkContext, Console(quiet=True)))
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached
+    figures = result.figures()
+    assert {k: figures[k] for k in ("ledgers", "referenced", "orphans", "dangling", "young")} == {
+        "ledgers": 5,
+        "referenced": 3,
+        "orphans": 2,
+        "dangling": 1,
+        "young": 1,
+    }
+    assert result.dangling_ids == [7]
+    summary = spark.read.parquet(str(tmp_path / "report" / "summary")).collect()
+    assert sorted((r["status"], r["namespace"], r["ledgers"]) for r in summary) == [
+        ("foreign", None, 1),
+        ("orphan", "a/b", 1),
+        ("orphan", "a/c", 1),
+        ("young", "a/b", 1),
+    ]
+    orphans = spark.read.parquet(str(tmp_path / "report" / "unreferenced" / "status=orphan"))
+    assert sorted(r["ledger_id"] for r in orphans.collect()) == [2, 3]
+    assert json.loads((tmp_path / "report" / "audit.json").read_text())["orphans"] == 2
 
 
 @pytest.mark.parametrize(

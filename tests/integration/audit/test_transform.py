@@ -173,3 +173,29 @@ def test_empty_inputs(spark: SparkSession) -> None:
     empty_references = spark.createDataFrame([], REFERENCE_SCHEMA)
     assert transform.classify(empty_inventory, empty_references, NOW, 0).count() == 0
     assert transform.dangling(empty_references, empty_inventory).count() == 0
+
+
+def test_the_one_pass_tally_gives_the_summary_the_referenced_and_the_dangling(
+    frames: tuple[DataFrame, DataFrame],
+) -> None:
+    inventory, references = frames
+    classified = transform.classify(inventory, references, NOW, MIN_AGE)
+    rows = [r.asDict() for r in transform.tally(inventory, references, NOW, MIN_AGE).collect()]
+    by_status = {r["status"]: r for r in rows}
+    assert by_status[transform.REFERENCED]["ledgers"] == 4  # 1, 99, 100 and 101
+    assert sorted(by_status[transform.DANGLING]["dangling_ids"]) == [99, 101]
+    summary = [
+        {k: v for k, v in r.items() if k != "dangling_ids"}
+        for r in rows
+        if r["status"] not in (transform.REFERENCED, transform.DANGLING)
+    ]
+    assert summary == [r.asDict() for r in transform.summarize(classified).collect()]
+
+
+def test_the_tally_counts_a_ledger_listed_twice_once_as_referenced(spark: SparkSession) -> None:
+    twice = [INVENTORY[0], INVENTORY[0], INVENTORY[1]]
+    inventory = spark.createDataFrame(twice, INVENTORY_SCHEMA)
+    references = spark.createDataFrame(REFERENCES[:2], REFERENCE_SCHEMA)  # ledger 1, twice
+    rows = {r["status"]: r for r in transform.tally(inventory, references, NOW, MIN_AGE).collect()}
+    assert rows[transform.REFERENCED]["ledgers"] == 1
+    assert rows["orphan"]["ledgers"] == 1 and transform.DANGLING not in rows
