@@ -44,6 +44,7 @@ from bench.audit_zookeeper import (
     render_zookeeper,
     zookeeper_verdicts,
 )
+from bench.rss import jvm_pid, measured
 
 T = TypeVar("T")
 DAY_MS = 86_400_000
@@ -138,10 +139,15 @@ def bench_files(
     for n in sizes:
         (inventory, references), generated = timed(partial(generate, spark, n, root))
         log.print(f"files: {n:,} ledgers generated in {generated:.1f} s")
-        audit_orphans, audit_s = timed(partial(spark_audit, spark, inventory, references))
-        spark_count, spark_s = timed(partial(spark_antijoin, spark, inventory, references))
-        duck_count, duck_s = timed(partial(duckdb_antijoin, inventory, references))
-        sets_count, sets_s = timed(partial(python_sets, inventory, references))
+        jvm = jvm_pid()
+        audit_orphans, audit_s, audit_rss = measured(
+            partial(spark_audit, spark, inventory, references), jvm
+        )
+        spark_count, spark_s, spark_rss = measured(
+            partial(spark_antijoin, spark, inventory, references), jvm
+        )
+        duck_count, duck_s, duck_rss = measured(partial(duckdb_antijoin, inventory, references))
+        sets_count, sets_s, sets_rss = measured(partial(python_sets, inventory, references))
         assert audit_orphans == spark_count == duck_count == sets_count, "the counts disagree"
         best = min(duck_s, sets_s)
         rows.append({
@@ -149,6 +155,10 @@ def bench_files(
             "spark_antijoin_s": round(spark_s, 2),
             "audit_vs_antijoin": round(audit_s / spark_s, 2), "duckdb_s": round(duck_s, 2),
             "python_sets_s": round(sets_s, 2), "spark_wins": spark_s < best,
+            "spark_audit_peak_rss_mb": audit_rss.as_dict(),
+            "spark_antijoin_peak_rss_mb": spark_rss.as_dict(),
+            "duckdb_peak_rss_mb": duck_rss.as_dict(),
+            "python_sets_peak_rss_mb": sets_rss.as_dict(),
         })  # fmt: skip
         log.print(f"files: {n:,} ledgers audited (spark {audit_s:.1f} s, duckdb {duck_s:.1f} s)")
     return rows
@@ -186,12 +196,24 @@ def verdicts(files: list[dict[str, Any]], zk: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _with_rss(seconds: float, rss: dict[str, float | None]) -> str:
+    peaks = " / ".join("-" if v is None else f"{v:.0f}" for v in rss.values())
+    return f"{seconds:.2f} s [{peaks}]"
+
+
 def render(files: list[dict[str, Any]], zk: dict[str, Any], console: Console) -> None:
-    table = Table("input", "spark audit", "spark anti-join", "duckdb", "python sets", "orphans")
+    caption = "peak RSS in brackets: driver / JVM / largest Python worker (MiB)"
+    table = Table("input", "spark audit", "spark anti-join", "duckdb", "python sets", "orphans",
+                  caption=caption)  # fmt: skip
     for row in files:
-        table.add_row(f"{row['ledgers']:,} ledgers (files)", f"{row['spark_audit_s']:.2f} s",
-                      f"{row['spark_antijoin_s']:.2f} s", f"{row['duckdb_s']:.2f} s",
-                      f"{row['python_sets_s']:.2f} s", f"{row['orphans']:,}")  # fmt: skip
+        table.add_row(
+            f"{row['ledgers']:,} ledgers (files)",
+            _with_rss(row["spark_audit_s"], row["spark_audit_peak_rss_mb"]),
+            _with_rss(row["spark_antijoin_s"], row["spark_antijoin_peak_rss_mb"]),
+            _with_rss(row["duckdb_s"], row["duckdb_peak_rss_mb"]),
+            _with_rss(row["python_sets_s"], row["python_sets_peak_rss_mb"]),
+            f"{row['orphans']:,}",
+        )
     console.print(table)
     render_zookeeper(zk, console)
     for line in verdicts(files, zk):

@@ -28,6 +28,9 @@ def test_quick_benchmark_prints_one_json_line(
     assert {"spark_audit_s", "spark_antijoin_s", "duckdb_s", "python_sets_s", "spark_wins"} <= set(
         files
     )
+    for step in ("spark_audit", "spark_antijoin", "duckdb", "python_sets"):
+        assert files[f"{step}_peak_rss_mb"]["driver_mb"] > 0
+    assert files["spark_audit_peak_rss_mb"]["jvm_mb"] > 0
     zk = figures["zookeeper"]
     assert zk["znodes"] == 2_000
     assert all(zk[k] > 0 for k in ("create_per_s", "spark_per_s", "single_client_per_s"))
