@@ -10,15 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from audit.errors import AuditError
 from audit.offload_targets import OffloadTargets
 from deletion.adapters.offload import data_key, index_key
-from deletion.adapters.offload.s3 import storage_error
+from deletion.adapters.offload.s3 import head_object
 from deletion.domain.topics import TopicName
-
-_MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
 
 
 class Presence:
@@ -51,12 +47,4 @@ class Presence:
 
 
 def _exists(client: Any, bucket: str, key: str) -> bool:
-    try:
-        client.head_object(Bucket=bucket, Key=key)
-    except ClientError as exc:
-        if str(exc.response.get("Error", {}).get("Code", "")) in _MISSING:
-            return False
-        raise storage_error(exc, f"HeadObject s3://{bucket}/{key}") from exc
-    except BotoCoreError as exc:
-        raise storage_error(exc, f"HeadObject s3://{bucket}/{key}") from exc
-    return True
+    return head_object(client, bucket, key) is not None

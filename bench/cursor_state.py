@@ -25,13 +25,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bench.children import in_child
 from bench.cursor_state_steps import (
     BASELINE,
     MAX_ENTRY_SIZE,
     Step,
     baseline_persist,
     baseline_recover,
-    in_child,
     persist,
     recover,
 )

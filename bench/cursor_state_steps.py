@@ -11,7 +11,6 @@ ours.
 
 from __future__ import annotations
 
-import multiprocessing
 import resource
 import time
 from collections.abc import Callable, Mapping
@@ -103,31 +102,6 @@ def same(a: AckState, b: AckState) -> bool:
         ):
             return False
     return True
-
-
-def in_child(function: Callable[[Step], dict[str, Any]], step: Step) -> dict[str, Any]:
-    """`function(step)` in a fresh forked process; its result."""
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_run, args=(function, step, sender))
-    child.start()
-    sender.close()
-    try:
-        result: dict[str, Any] = receiver.recv()
-    finally:
-        child.join()
-    if "error" in result:
-        raise RuntimeError(f"{function.__name__} failed in its child: {result['error']}")
-    return result
-
-
-def _run(function: Callable[[Step], dict[str, Any]], step: Step, sender: Any) -> None:
-    try:
-        sender.send(function(step))
-    except Exception as exc:  # reported to the parent, which raises it
-        sender.send({"error": repr(exc)})
-    finally:
-        sender.close()
 
 
 def _settings(step: Step) -> CursorSettings:

@@ -8,7 +8,6 @@ imports, reported as `rss_before_mb`.
 
 from __future__ import annotations
 
-import multiprocessing
 import resource
 import threading
 import time
@@ -18,6 +17,7 @@ from typing import Any
 
 import pulsar
 
+from bench import children
 from bench._common import (
     Services,
     create_ledgers,
@@ -209,30 +209,15 @@ def broker_consume_ack_rate(svc: Services, namespace: NamespaceName, count: int)
 def in_child(function: Callable[..., Any], *args: Any) -> dict[str, Any]:
     """`function(*args)` in a fresh forked process: its value (a rate, or a dict with
     `per_second`), with that child's RSS at its start and at its peak."""
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_run, args=(function, args, sender))
-    child.start()
-    sender.close()
-    try:
-        result: dict[str, Any] = receiver.recv()
-    finally:
-        child.join()
-    if "error" in result:
-        raise RuntimeError(f"{function.__name__} failed in its child: {result['error']}")
-    return result
+    figures: dict[str, Any] = children.in_child(_measured, function, args)
+    return figures
 
 
-def _run(function: Callable[..., Any], args: tuple[Any, ...], sender: Any) -> None:
-    try:
-        before = _peak_rss_mb()
-        value = function(*args)
-        figures = value if isinstance(value, dict) else {"per_second": value}
-        sender.send({**figures, "rss_before_mb": before, "peak_rss_mb": _peak_rss_mb()})
-    except Exception as exc:  # reported to the parent, which raises it
-        sender.send({"error": repr(exc)})
-    finally:
-        sender.close()
+def _measured(function: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, Any]:
+    before = _peak_rss_mb()
+    value = function(*args)
+    figures = value if isinstance(value, dict) else {"per_second": value}
+    return {**figures, "rss_before_mb": before, "peak_rss_mb": _peak_rss_mb()}
 
 
 def _peak_rss_mb() -> float:

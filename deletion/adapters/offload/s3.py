@@ -217,16 +217,7 @@ class S3OffloadStorage:
 
     @staticmethod
     def _head(client: S3Client, bucket: str, key: str) -> dict[str, Any] | None:
-        """The object's HeadObject answer, None when S3 says it is not there."""
-        try:
-            head: dict[str, Any] = client.head_object(Bucket=bucket, Key=key)
-        except ClientError as exc:
-            if str(exc.response.get("Error", {}).get("Code", "")) in _MISSING_CODES:
-                return None
-            raise storage_error(exc, f"HeadObject s3://{bucket}/{key}") from exc
-        except BotoCoreError as exc:
-            raise storage_error(exc, f"HeadObject s3://{bucket}/{key}") from exc
-        return head
+        return head_object(client, bucket, key)
 
     @staticmethod
     def _read(client: S3Client, bucket: str, key: str, start: int, end: int) -> bytes:
@@ -275,3 +266,16 @@ class S3OffloadStorage:
         except BotoCoreError as exc:
             raise storage_error(exc, f"{name} s3://{bucket}/{key}") from exc
         return True
+
+
+def head_object(client: Any, bucket: str, key: str) -> dict[str, Any] | None:
+    """The object's HeadObject answer, None when S3 says it is not there."""
+    try:
+        head: dict[str, Any] = client.head_object(Bucket=bucket, Key=key)
+    except ClientError as exc:
+        if str(exc.response.get("Error", {}).get("Code", "")) in _MISSING_CODES:
+            return None
+        raise storage_error(exc, f"HeadObject s3://{bucket}/{key}") from exc
+    except BotoCoreError as exc:
+        raise storage_error(exc, f"HeadObject s3://{bucket}/{key}") from exc
+    return head
