@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
 from core.errors import JanitorError
+
+T = TypeVar("T")
 
 
 class AuditError(JanitorError):
@@ -28,3 +32,13 @@ def describe_failure(exc: BaseException) -> str:
         return f"{cause.group(1)}: {cause.group(2)}"
     first = next((line for line in lines if line), type(exc).__name__)
     return first[:500]
+
+
+def spark_job(what: str, job: Callable[[], T]) -> T:
+    """Run a Spark job; a task's failure (a scan's, a malformed file's) aborts the audit."""
+    try:
+        return job()
+    except JanitorError:
+        raise
+    except Exception as exc:  # a task's error arrives wrapped by Spark
+        raise AuditError(f"{what} failed, audit aborted: {describe_failure(exc)}") from exc

@@ -20,12 +20,11 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as sf
 
 from audit import offload_classify as classify
-from audit.errors import AuditError, describe_failure
+from audit.errors import spark_job
 from audit.offload_scan import offloaded_objects
 from audit.offload_verify import Presence
 from audit.progress import ScanProgress
 from audit.schema import MISSING_BOOKKEEPER, MISSING_OFFLOADED, ORPHAN, UNATTRIBUTABLE, YOUNG
-from core.errors import JanitorError
 from deletion.adapters.offload import S3_DRIVERS
 
 if TYPE_CHECKING:
@@ -67,12 +66,7 @@ class TieredAudit:
 
 def _kept(frame: DataFrame, what: str) -> tuple[DataFrame, int]:
     kept = frame.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        return kept, kept.count()
-    except JanitorError:
-        raise
-    except Exception as exc:  # a task's error arrives wrapped by Spark
-        raise AuditError(f"{what} failed, audit aborted: {describe_failure(exc)}") from exc
+    return kept, spark_job(what, kept.count)
 
 
 def list_objects(
@@ -133,20 +127,10 @@ def _finish(tiered: TieredAudit) -> TieredAudit:
     """Collected once (an alarm list is short); the frame is rebuilt from the rows, so that
     writing it reads nothing again and nothing is cached."""
     missing = tiered.missing
-    tiered.missing_rows = _collected(
-        "the missing-data report", missing.orderBy("what", "namespace", "ledger_id")
-    )
+    ordered = missing.orderBy("what", "namespace", "ledger_id")
+    tiered.missing_rows = spark_job("the missing-data report", ordered.collect)
     tiered.missing = missing.sparkSession.createDataFrame(tiered.missing_rows, missing.schema)
     return tiered
-
-
-def _collected(what: str, frame: DataFrame) -> list[Row]:
-    try:
-        return frame.collect()
-    except JanitorError:
-        raise
-    except Exception as exc:  # a task's error arrives wrapped by Spark
-        raise AuditError(f"{what} failed, audit aborted: {describe_failure(exc)}") from exc
 
 
 def _summary(classified: DataFrame) -> DataFrame:

@@ -8,10 +8,10 @@ store before it is reported, since it may have been created after the inventory 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -19,18 +19,16 @@ from pyspark.sql import functions as sf
 from pyspark.sql.types import StructType
 
 from audit import files, offload_audit, transform
-from audit.errors import AuditError, describe_failure
+from audit.errors import AuditError, spark_job
 from audit.ledger_scan import ledger_inventory
 from audit.offload_targets import OffloadTargets
 from audit.progress import ScanProgress
 from audit.reference_scan import metadata_references
 from audit.report_data import write_html_report
 from audit.schema import FOREIGN, ORPHAN, STATUSES, UNATTRIBUTABLE, YOUNG
-from core.errors import DecodeError, JanitorError
+from core.errors import DecodeError
 from deletion.adapters.opening import StoreSpec
 from deletion.domain.ports import LedgerStorage
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -101,21 +99,11 @@ def _snapshot(scan: DataFrame) -> DataFrame:
     return scan.persist(StorageLevel.MEMORY_AND_DISK)
 
 
-def _collect(what: str, job: Callable[[], T]) -> T:
-    """Run a Spark job; a task's failure (a scan's, a malformed file's) aborts the audit."""
-    try:
-        return job()
-    except JanitorError:
-        raise
-    except Exception as exc:  # a task's error arrives wrapped by Spark
-        raise AuditError(f"{what} failed, audit aborted: {describe_failure(exc)}") from exc
-
-
 def _count_inventory(inventory: DataFrame) -> int:
     """The ledgers, refusing rows without a valid id; one job over the ids alone."""
     invalid = sf.col("ledger_id").isNull() | (sf.col("ledger_id") < 0)
     row = inventory.agg(sf.count(sf.lit(1)).alias("rows"), sf.count_if(invalid).alias("bad"))
-    figures = _collect("the inventory scan", row.first)
+    figures = spark_job("the inventory scan", row.first)
     assert figures is not None  # a global aggregation has one row
     if figures["bad"]:
         raise AuditError("the inventory has rows without a valid ledger_id")
@@ -124,7 +112,7 @@ def _count_inventory(inventory: DataFrame) -> int:
 
 def _check_references(references: DataFrame, ledgers: int) -> None:
     """Refuse an audit without any reference while ledgers exist (a scan is kept here)."""
-    rows = _collect("the reference scan", references.count)
+    rows = spark_job("the reference scan", references.count)
     if rows == 0 and ledgers > 0:
         raise AuditError(
             f"no references at all, yet {ledgers} ledgers exist: wrong metadata store, chroot or "
@@ -143,7 +131,7 @@ class Tally:
 def _tally(inventory: DataFrame, references: DataFrame, options: AuditOptions) -> Tally:
     """The summary and the dangling candidates, from one job (`transform.tally`)."""
     frame = transform.tally(inventory, references, options.now_ms, options.min_age_ms)
-    rows = _collect("reading the inventory and the references", frame.collect)
+    rows = spark_job("reading the inventory and the references", frame.collect)
     summary = [_summary_row(row) for row in rows if row["status"] in STATUSES]
     (referenced,) = (int(row["ledgers"]) for row in rows if row["status"] == transform.REFERENCED)
     candidates = sorted(

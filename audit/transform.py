@@ -39,6 +39,11 @@ def _old(now_ms: int, min_age_ms: int) -> Column:
     return sf.coalesce(sf.col("ctime_ms") <= sf.lit(now_ms - min_age_ms), sf.lit(False))
 
 
+def _expected() -> Column:
+    """A reference wants its ledger in BookKeeper (offloaded and deleted from it: absent)."""
+    return ~sf.coalesce(sf.col("bookkeeper_deleted"), sf.lit(False))
+
+
 def _status(old: Column) -> Column:
     """An attributed ledger's status (schema.STATUSES)."""
     return (
@@ -91,16 +96,15 @@ def dangling(references: DataFrame, inventory: DataFrame) -> DataFrame:
 
     An offloaded ledger deleted from BookKeeper (`bookkeeper_deleted`) is meant to be absent.
     """
-    expected = references.where(~sf.coalesce(sf.col("bookkeeper_deleted"), sf.lit(False)))
-    missing = expected.join(inventory.select("ledger_id"), on="ledger_id", how="left_anti")
+    ids = inventory.select("ledger_id")
+    missing = references.where(_expected()).join(ids, on="ledger_id", how="left_anti")
     return missing.select("ledger_id", "topic", "namespace", "component").distinct()
 
 
 def dangling_among(references: DataFrame, ledger_ids: list[int]) -> DataFrame:
     """`dangling`'s rows for ledgers already known to be missing (`tally`'s candidates, looked
     up again): a filter, not a second anti-join; an empty list plans no scan at all."""
-    expected = references.where(~sf.coalesce(sf.col("bookkeeper_deleted"), sf.lit(False)))
-    missing = expected.where(sf.col("ledger_id").isin(ledger_ids))
+    missing = references.where(_expected() & sf.col("ledger_id").isin(ledger_ids))
     return missing.select("ledger_id", "topic", "namespace", "component").distinct()
 
 
@@ -118,20 +122,9 @@ def summarize(classified: DataFrame) -> DataFrame:
     )
 
 
-def status_counts(classified: DataFrame) -> dict[str, int]:
-    """How many unreferenced ledgers have each status (absent statuses count 0)."""
-    rows = classified.groupBy("status").count().collect()
-    return {str(row["status"]): int(row["count"]) for row in rows}
-
-
-def distinct_ledgers(frame: DataFrame) -> int:
-    return int(frame.select("ledger_id").distinct().count())
-
-
 def _per_referenced_ledger(references: DataFrame) -> DataFrame:
     """One row per referenced ledger id; `expected` when a reference wants it in BookKeeper."""
-    expected = ~sf.coalesce(sf.col("bookkeeper_deleted"), sf.lit(False))
-    return references.groupBy("ledger_id").agg(sf.bool_or(expected).alias("expected"))
+    return references.groupBy("ledger_id").agg(sf.bool_or(_expected()).alias("expected"))
 
 
 def tally(inventory: DataFrame, references: DataFrame, now_ms: int, min_age_ms: int) -> DataFrame:
@@ -143,10 +136,10 @@ def tally(inventory: DataFrame, references: DataFrame, now_ms: int, min_age_ms: 
     are first grouped by them and by age, and attributed once per group, not per ledger.
 
     Rows: `summarize`'s, each with an empty `dangling_ids`; one of status REFERENCED whose
-    `ledgers` counts the distinct ledger ids referenced (`distinct_ledgers(references)`,
-    from the shuffle the join reads too); and, if there are dangling candidates, one of
-    status DANGLING with their `dangling_ids` (as `dangling` finds them; a null id is left
-    out). Columns a row does not use are null.
+    `ledgers` counts the distinct ledger ids referenced (from the shuffle the join reads
+    too); and, if there are dangling candidates, one of status DANGLING with their
+    `dangling_ids` (as `dangling` finds them; a null id is left out). Columns a row does
+    not use are null.
     """
     per_ledger = _per_referenced_ledger(references)
     old = _old(now_ms, min_age_ms)

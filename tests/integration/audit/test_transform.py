@@ -8,6 +8,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from audit import transform
+from audit.pipeline import status_counts
 from audit.schema import INVENTORY_SCHEMA, REFERENCE_SCHEMA
 from deletion.domain.decision import pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent
@@ -145,17 +146,15 @@ def test_summary_counts_bytes_where_known_and_the_oldest(
 ) -> None:
     inventory, references = frames
     classified = transform.classify(inventory, references, NOW, MIN_AGE)
-    rows = {
-        (r["status"], r["namespace"], r["component"]): r
-        for r in transform.summarize(classified).collect()
-    }
+    summary = transform.summarize(classified).collect()
+    rows = {(r["status"], r["namespace"], r["component"]): r for r in summary}
     ledgers = rows[("orphan", "acme/orders", "MANAGED_LEDGER")]
     assert (ledgers["ledgers"], ledgers["bytes"], ledgers["ledgers_with_size"]) == (2, 200, 1)
     assert ledgers["oldest_ctime_ms"] == OLD
     cursor = rows[("orphan", "acme/orders", "MANAGED_CURSOR")]
     assert (cursor["ledgers"], cursor["bytes"]) == (1, None)
     assert rows[("foreign", None, None)]["bytes"] == 12
-    assert transform.status_counts(classified) == {
+    assert status_counts(summary) == {
         "orphan": 4,
         "young": 2,
         "foreign": 2,
