@@ -13,15 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from deletion.adapters.offload.ownership import (
-    APPLICATION,
-    COMPONENT,
-    CURSOR_NAME,
-    MANAGED_LEDGER,
-    MANAGED_LEDGER_NAME,
-    PULSAR,
-    USER_METADATA_MANAGED_LEDGER,
-)
+from deletion.adapters.offload.ownership import ledger_metadata_name, user_metadata_name
 from deletion.domain.topics import TopicName, java_url_decode
 
 
@@ -44,24 +36,20 @@ class Evidence:
         self.silences: list[str] = []
 
     def user_metadata(self, metadata: Mapping[str, str]) -> None:
-        named = {key.lower(): value for key, value in metadata.items()}.get(
-            USER_METADATA_MANAGED_LEDGER
-        )
+        named = user_metadata_name(metadata)
         if named is None:
             self.silences.append("no ManagedLedgerName user metadata")
         else:
             self.names.append(named)
 
     def ledger_metadata(self, custom: Mapping[str, bytes]) -> None:
-        named = _text(custom.get(MANAGED_LEDGER_NAME))
+        named, problem = ledger_metadata_name(custom)
         if named is None:
             self.silences.append("its embedded ledger metadata names no managed ledger")
             return
-        application, component = _text(custom.get(APPLICATION)), _text(custom.get(COMPONENT))
-        if application != PULSAR or component != MANAGED_LEDGER or CURSOR_NAME in custom:
+        if problem is not None:
             self.problems.append(
-                f"embedded metadata is not a managed ledger's data ledger's"
-                f" (application={application!r}, component={component!r})"
+                f"embedded metadata is not a managed ledger's data ledger's ({problem})"
             )
         self.names.append(named)
 
@@ -89,7 +77,3 @@ def topic_of(managed_ledger: str) -> TopicName | None:
     except Exception:  # DecodeError and ValueError: not a name Pulsar would write
         return None
     return topic if topic.managed_ledger_name == managed_ledger else None
-
-
-def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode("utf-8", "replace")

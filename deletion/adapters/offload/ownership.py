@@ -47,6 +47,27 @@ MANAGED_LEDGER_NAME = "pulsar/managed-ledger"
 CURSOR_NAME = "pulsar/cursor"
 
 
+def user_metadata_name(metadata: Mapping[str, str]) -> str | None:
+    """The managed ledger a blob's user metadata names; keys compared case-insensitively, as
+    Pulsar's own scanner does (OffloaderObjectsScannerUtils)."""
+    return {key.lower(): value for key, value in metadata.items()}.get(USER_METADATA_MANAGED_LEDGER)
+
+
+def ledger_metadata_name(custom: Mapping[str, bytes]) -> tuple[str | None, str | None]:
+    """(the managed ledger embedded BookKeeper custom metadata names, or None; why that
+    metadata is not a managed ledger's data ledger's, or None). A problem is told only when a
+    name is given."""
+    named = _text(custom.get(MANAGED_LEDGER_NAME))
+    if named is None:
+        return None, None
+    application, component = _text(custom.get(APPLICATION)), _text(custom.get(COMPONENT))
+    if application != PULSAR or component != MANAGED_LEDGER or CURSOR_NAME in custom:
+        return named, (
+            f"application={application!r}, component={component!r}, cursor={CURSOR_NAME in custom}"
+        )
+    return named, None
+
+
 class OwnershipProof:
     """Evidence gathered from one offloaded ledger's objects; `require` judges it."""
 
@@ -58,11 +79,8 @@ class OwnershipProof:
         self._silent: list[str] = []
 
     def user_metadata(self, where: str, metadata: Mapping[str, str]) -> None:
-        """A blob's user metadata; keys compared case-insensitively, as Pulsar's own scanner
-        does (OffloaderObjectsScannerUtils)."""
-        named = {key.lower(): value for key, value in metadata.items()}.get(
-            USER_METADATA_MANAGED_LEDGER
-        )
+        """A blob's user metadata."""
+        named = user_metadata_name(metadata)
         if named is None:
             self._silent.append(f"{where} has no ManagedLedgerName user metadata")
         else:
@@ -70,15 +88,13 @@ class OwnershipProof:
 
     def ledger_metadata(self, where: str, custom: Mapping[str, bytes]) -> None:
         """The BookKeeper custom metadata embedded in an offloaded copy."""
-        named = _text(custom.get(MANAGED_LEDGER_NAME))
+        named, problem = ledger_metadata_name(custom)
         if named is None:
             self._silent.append(f"{where}: its ledger metadata names no managed ledger")
             return
-        application, component = _text(custom.get(APPLICATION)), _text(custom.get(COMPONENT))
-        if application != PULSAR or component != MANAGED_LEDGER or CURSOR_NAME in custom:
+        if problem is not None:
             self._conflicts.append(
-                f"{where}: its ledger metadata (application={application!r},"
-                f" component={component!r}, cursor={CURSOR_NAME in custom}) is not that of a"
+                f"{where}: its ledger metadata ({problem}) is not that of a"
                 " managed ledger's data ledger"
             )
         self._claim(where, f"ledger metadata {MANAGED_LEDGER_NAME}", named)
