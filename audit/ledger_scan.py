@@ -3,7 +3,8 @@
 On ZooKeeper the scan is distributed: the driver lists the top of BookKeeper's hierarchical
 tree (`/ledgers/00/0000/L0001`, `/ledgers/000/0000/0000/0000/L0000`) down to enough
 buckets, and each Spark partition walks its buckets with its own connection (the sidecar's
-ZooKeeper adapter, opened read-only), reading the ledger znodes with pipelined gets. A
+ZooKeeper adapter, opened read-only), reading the ledger znodes by pipelined multiRead
+requests of 200 (deletion/adapters/stores/zookeeper_multiread.py). A
 ZooKeeper error aborts the scan; a ledger deleted between listing and reading is simply
 gone; a ledger whose metadata does not decode is kept with unknown custom metadata, so it
 is never attributed nor enqueued.

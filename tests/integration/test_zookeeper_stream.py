@@ -7,6 +7,7 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -15,6 +16,7 @@ from kazoo.security import make_digest_acl
 from config import parse_store_url
 from core.errors import MetadataError, TransientMetadataError
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore, connect_client
+from deletion.adapters.stores.zookeeper_multiread import OPS_PER_REQUEST, MultiRead
 from deletion.adapters.stores.zookeeper_select import FD_SETSIZE, SelectHandler
 from harness.zookeeper import ZooKeeperServer
 
@@ -42,6 +44,7 @@ def _nodes(client: KazooClient, n: int) -> list[str]:
 
 
 def test_the_window_bounds_the_reads_in_flight(client: KazooClient) -> None:
+    """Window 8: multiRead requests of 4 reads, two in flight, after one probing request."""
     paths = _nodes(client, 40)
     drawn: list[str] = []
 
@@ -51,23 +54,56 @@ def test_the_window_bounds_the_reads_in_flight(client: KazooClient) -> None:
             yield path, path
 
     taken, ahead = 0, []
-    for key, node in _store(client, 5).get_stream(walk()):
+    for key, node in _store(client, 8).get_stream(walk()):
         taken += 1
         ahead.append(len(drawn) - (taken - 1))  # sent, less those answered before this one
         assert node is not None and node.data == key.encode()
     assert taken == 40 and len(drawn) == 40
-    assert max(ahead) == 5 and ahead[:36] == [5] * 36  # full, refilled as each reply is taken
+    assert ahead[:4] == [4, 3, 2, 1]  # the probe, alone
+    assert max(ahead) == 8 and min(ahead[4:32]) == 5  # refilled a request at a time
+
+
+def test_reads_go_by_multiread_requests(client: KazooClient) -> None:
+    paths = _nodes(client, 1000)
+    sent: list[str] = []
+    call = client._call
+
+    def spied(request: Any, reply: Any) -> Any:
+        sent.append(type(request).__name__)
+        return call(request, reply)
+
+    client._call = spied
+    nodes = list(_store(client, 2000).get_stream((path, path) for path in paths))
+    assert [node.data if node else None for _, node in nodes] == [p.encode() for p in paths]
+    assert sent == ["MultiRead"] * (1000 // OPS_PER_REQUEST)
+
+
+def test_a_server_without_multiread_is_read_one_znode_at_a_time(
+    client: KazooClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An opcode this server does not know is answered as ZooKeeper before 3.6 answers
+    multiRead: UNIMPLEMENTED, and the connection closed (kazoo reconnects)."""
+    paths = _nodes(client, 500)
+    client.delete(paths[3])
+    monkeypatch.setattr(MultiRead, "type", 99)
+    store = _store(client, 100)
+    nodes = dict(store.get_stream((path, path) for path in paths))
+    assert store._multi_reader.supported is False
+    assert nodes[paths[3]] is None
+    read = {path: node.data for path, node in nodes.items() if node is not None}
+    assert read == {path: path.encode() for path in paths if path != paths[3]}
+    assert dict(store.get_stream([("again", paths[0])]))["again"] is not None
 
 
 def test_a_node_deleted_while_reads_are_in_flight_is_none(client: KazooClient) -> None:
     paths = _nodes(client, 300)
     stream = _store(client, 100).get_stream((path, path) for path in paths)
-    first, _ = next(stream)  # 100 reads were sent before this answer came
+    first, _ = next(stream)  # the first request's 50 reads are answered with this one
     assert first == paths[0]
-    client.delete(paths[50])  # its read is already answered: it existed then
+    client.delete(paths[10])  # its read is already answered: it existed then
     client.delete(paths[250])  # listed but not yet read: gone
     answered = {key: node for key, node in stream}
-    assert answered[paths[50]] is not None
+    assert answered[paths[10]] is not None
     assert answered[paths[250]] is None
     assert sum(node is not None for node in answered.values()) == 298
 

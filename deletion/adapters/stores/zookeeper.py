@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -32,6 +31,7 @@ from core.errors import (
     TransientMetadataError,
     VersionConflictError,
 )
+from deletion.adapters.stores.zookeeper_multiread import MultiReader, RequestFailedError
 from deletion.adapters.stores.zookeeper_select import SelectHandler
 from deletion.domain.ports import ANY_VERSION, Deletion, MetadataStore, Node, Stat
 
@@ -183,7 +183,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         self._client = client
         self._owns_client = owns_client
         self._reply_timeout = reply_timeout
-        self._read_window = max(1, read_window)
+        self._multi_reader = MultiReader(client, read_window, reply_timeout)
 
     @classmethod
     def connect(
@@ -252,24 +252,21 @@ class ZooKeeperMetadataStore(MetadataStore):
         return _settle(paths, pending, _listed, self._reply_timeout)
 
     def get_stream(self, keyed: Iterable[tuple[K, str]]) -> Iterator[tuple[K, Node | None]]:
-        """A sliding window of `read_window` gets in flight, one sent for each reply taken:
-        the connection never idles waiting for the caller, nor the caller for a batch."""
-        in_flight: deque[tuple[K, str, IAsyncResult]] = deque()
-        for key, path in keyed:
-            try:  # not `_translated`: two context managers per read show in a scan's profile
-                in_flight.append((key, path, self._client.get_async(path)))
-            except _TRANSLATED as exc:
-                raise _translation(path, exc) from exc
-            if len(in_flight) >= self._read_window:
-                yield self._taken(*in_flight.popleft())
-        while in_flight:
-            yield self._taken(*in_flight.popleft())
-
-    def _taken(self, key: K, path: str, reply: IAsyncResult) -> tuple[K, Node | None]:
+        """A sliding window of `read_window` reads in flight, by multiRead requests
+        (zookeeper_multiread): the connection never idles waiting for the caller, nor the
+        caller for the whole window."""
         try:
-            return key, _read(reply, self._reply_timeout)
-        except _TRANSLATED as exc:
-            raise _translation(path, exc) from exc
+            for key, path, reply in self._multi_reader.stream(keyed):
+                if isinstance(reply, NoNodeError):
+                    yield key, None
+                elif isinstance(reply, Exception):
+                    raise _translation(path, reply)
+                else:
+                    yield key, Node(reply[0], _stat(reply[1]))
+        except RequestFailedError as exc:
+            if isinstance(exc.cause, _TRANSLATED):
+                raise _translation(exc.path, exc.cause) from exc.cause
+            raise
 
     def _versioned(self, path: str, operation: Callable[[], Any]) -> Stat:
         with _translated(path):
