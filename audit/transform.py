@@ -128,39 +128,36 @@ def _per_referenced_ledger(references: DataFrame) -> DataFrame:
 
 
 def tally(inventory: DataFrame, references: DataFrame, now_ms: int, min_age_ms: int) -> DataFrame:
-    """`summarize(classify(...))` and the dangling candidates, in one pass over both inputs.
+    """`summarize(classify(...))` and the dangling candidates, in one job.
 
-    One full outer join on `ledger_id` finds the unreferenced ledgers and the dangling
-    references at once. The map of custom metadata never crosses the shuffle: only the
-    `KEY_COLUMNS` attribution reads do. Attribution depends on those alone, so the ledgers
-    are first grouped by them and by age, and attributed once per group, not per ledger.
+    Two anti-joins on `ledger_id`: the inventory's unreferenced ledgers, and the referenced
+    ledgers absent from the inventory (from the references grouped per ledger, whose
+    shuffle the REFERENCED count reuses). One full outer join would find both at once;
+    with the grouping it needs, it ran 30-50% longer than the two. The map
+    of custom metadata never crosses a shuffle: only the `KEY_COLUMNS` attribution reads
+    do. Attribution depends on those alone, so the unreferenced ledgers are first grouped
+    by them and by age, and attributed once per group, not per ledger.
 
     Rows: `summarize`'s, each with an empty `dangling_ids`; one of status REFERENCED whose
-    `ledgers` counts the distinct ledger ids referenced (from the shuffle the join reads
-    too); and, if there are dangling candidates, one of status DANGLING with their
-    `dangling_ids` (as `dangling` finds them; a null id is left out). Columns a row does
-    not use are null.
+    `ledgers` counts the distinct ledger ids referenced; and, if there are dangling
+    candidates, one of status DANGLING with their `dangling_ids` (as `dangling` finds
+    them; a null id is left out). Columns a row does not use are null.
     """
     per_ledger = _per_referenced_ledger(references)
     old = _old(now_ms, min_age_ms)
-    groups = _by_attribution_keys(_outer_join(inventory, per_ledger), old)
-    attributed = attribute_keys(groups)
-    named = sf.col("dangling").isNull()
-    status = sf.when(named, _status(sf.col("old"))).otherwise(sf.lit(DANGLING))
+    attributed = attribute_keys(_unreferenced_by_keys(inventory, references, old))
+    summary = attributed.groupBy(
+        _status(sf.col("old")).alias("status"), "namespace", "component"
+    ).agg(
+        sf.sum("ledgers").alias("ledgers"),
+        sf.sum("bytes").alias("bytes"),
+        sf.sum("ledgers_with_size").alias("ledgers_with_size"),
+        sf.min("oldest_ctime_ms").alias("oldest_ctime_ms"),
+        sf.array().cast("array<bigint>").alias("dangling_ids"),
+    )
     return (
-        attributed.groupBy(
-            status.alias("status"),
-            sf.when(named, sf.col("namespace")).alias("namespace"),
-            sf.when(named, sf.col("component")).alias("component"),
-        )
-        .agg(
-            sf.sum("ledgers").alias("ledgers"),
-            sf.sum("bytes").alias("bytes"),
-            sf.sum("ledgers_with_size").alias("ledgers_with_size"),
-            sf.min("oldest_ctime_ms").alias("oldest_ctime_ms"),
-            sf.collect_list("dangling_id").alias("dangling_ids"),
-        )
-        .unionByName(_referenced(per_ledger), allowMissingColumns=True)
+        summary.unionByName(_referenced(per_ledger), allowMissingColumns=True)
+        .unionByName(_dangling_candidates(per_ledger, inventory), allowMissingColumns=True)
         .orderBy("status", sf.col("namespace").asc_nulls_last(), "component")
     )
 
@@ -173,32 +170,30 @@ def _referenced(per_ledger: DataFrame) -> DataFrame:
     )
 
 
-def _outer_join(inventory: DataFrame, per_ledger: DataFrame) -> DataFrame:
-    """The unreferenced ledgers (`expected` null) and the dangling references (`present`
-    null), with the inventory's columns the tally needs: no map crosses the shuffle."""
-    present = inventory.select(
-        "ledger_id", "ctime_ms", "size", *attribution_keys(), sf.lit(True).alias("present")
-    )
-    joined = present.join(per_ledger, on="ledger_id", how="full_outer")
-    unreferenced = sf.col("present") & sf.col("expected").isNull()
-    dangling = sf.col("present").isNull() & sf.col("expected")
-    return joined.where(unreferenced | dangling)
+def _unreferenced_by_keys(inventory: DataFrame, references: DataFrame, old: Column) -> DataFrame:
+    """Unreferenced ledgers grouped by age and attribution keys.
 
-
-def _by_attribution_keys(joined: DataFrame, old: Column) -> DataFrame:
-    """Unreferenced ledgers grouped by age and attribution keys; each dangling id on its own.
-
-    Plain aggregates only: a hash aggregation, however many groups there are.
+    Against the references' ids as they are: an anti-join needs no grouping per ledger, and
+    grouped ones were estimated small enough to broadcast (5M ids, twice as slow). Plain
+    aggregates only: a hash aggregation, however many groups there are.
     """
-    dangling_id = sf.when(sf.col("present").isNull(), sf.col("ledger_id"))
-    return joined.groupBy(
-        sf.when(sf.col("present").isNull(), sf.lit(True)).alias("dangling"),
-        dangling_id.alias("dangling_id"),
-        old.alias("old"),
-        *KEY_COLUMNS,
-    ).agg(
+    present = inventory.select("ledger_id", "ctime_ms", "size", *attribution_keys())
+    unreferenced = present.join(references.select("ledger_id"), on="ledger_id", how="left_anti")
+    return unreferenced.groupBy(old.alias("old"), *KEY_COLUMNS).agg(
         sf.count(sf.lit(1)).alias("ledgers"),
         sf.sum("size").alias("bytes"),
         sf.count("size").alias("ledgers_with_size"),
         sf.min("ctime_ms").alias("oldest_ctime_ms"),
+    )
+
+
+def _dangling_candidates(per_ledger: DataFrame, inventory: DataFrame) -> DataFrame:
+    """The DANGLING row: referenced ledgers, wanted in BookKeeper, absent from the inventory;
+    no row when there is none."""
+    absent = per_ledger.where(sf.col("expected")).join(
+        inventory.select("ledger_id"), on="ledger_id", how="left_anti"
+    )
+    ids = absent.agg(sf.collect_list("ledger_id").alias("dangling_ids"))
+    return ids.where(sf.size("dangling_ids") > 0).select(
+        sf.lit(DANGLING).alias("status"), "dangling_ids"
     )
