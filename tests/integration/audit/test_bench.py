@@ -30,6 +30,8 @@ def test_quick_benchmark_prints_one_json_line(
     )
     for step in ("spark_audit", "spark_antijoin", "duckdb", "python_sets"):
         assert files[f"{step}_peak_rss_mb"]["driver_mb"] > 0
+    assert files["rounds"] == 1 and files["spark_audit_runs_s"] == [files["spark_audit_s"]]
+    assert files["spark_antijoin_runs_s"] == [files["spark_antijoin_s"]]
     assert files["spark_audit_peak_rss_mb"]["jvm_mb"] > 0
     zk = figures["zookeeper"]
     assert zk["znodes"] == 2_000
