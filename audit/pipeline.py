@@ -20,12 +20,15 @@ from pyspark.sql.types import StructType
 
 from audit import files, offload_audit, transform
 from audit.errors import AuditError, spark_job
+from audit.id_words import MAX_BROADCAST_WORDS
 from audit.ledger_scan import ledger_inventory
 from audit.offload_targets import OffloadTargets
 from audit.progress import ScanProgress
 from audit.reference_scan import metadata_references
 from audit.report_data import write_html_report
 from audit.schema import FOREIGN, ORPHAN, STATUSES, UNATTRIBUTABLE, YOUNG
+from audit.tally import DANGLING, REFERENCED, referenced_words
+from audit.tally import tally as one_job_tally
 from core.errors import DecodeError
 from deletion.adapters.opening import StoreSpec
 from deletion.domain.ports import LedgerStorage
@@ -120,6 +123,16 @@ def _check_references(references: DataFrame, ledgers: int) -> None:
         )
 
 
+def _referenced_words(references: DataFrame) -> DataFrame | None:
+    """The referenced ids as 64-bit words (audit.id_words), kept for the tally; None when
+    they take too many words to broadcast (sparse ids: the tally's anti-joins)."""
+    words = referenced_words(references).persist(StorageLevel.MEMORY_AND_DISK)
+    if spark_job("the referenced ids", words.count) <= MAX_BROADCAST_WORDS:
+        return words
+    words.unpersist()
+    return None
+
+
 @dataclass(frozen=True)
 class Tally:
     summary: list[Row]  # transform.summarize's rows
@@ -128,14 +141,16 @@ class Tally:
     dangling_candidates: list[int]
 
 
-def _tally(inventory: DataFrame, references: DataFrame, options: AuditOptions) -> Tally:
-    """The summary and the dangling candidates, from one job (`transform.tally`)."""
-    frame = transform.tally(inventory, references, options.now_ms, options.min_age_ms)
+def _tally(
+    inventory: DataFrame, references: DataFrame, options: AuditOptions, words: DataFrame | None
+) -> Tally:
+    """The summary and the dangling candidates, from one job (`audit.tally`)."""
+    frame = one_job_tally(inventory, references, options.now_ms, options.min_age_ms, words)
     rows = spark_job("reading the inventory and the references", frame.collect)
     summary = [_summary_row(row) for row in rows if row["status"] in STATUSES]
-    (referenced,) = (int(row["ledgers"]) for row in rows if row["status"] == transform.REFERENCED)
+    (referenced,) = (int(row["ledgers"]) for row in rows if row["status"] == REFERENCED)
     candidates = sorted(
-        {int(i) for row in rows if row["status"] == transform.DANGLING for i in row["dangling_ids"]}
+        {int(i) for row in rows if row["status"] == DANGLING for i in row["dangling_ids"]}
     )
     schema = StructType([f for f in frame.schema.fields if f.name != "dangling_ids"])
     return Tally(summary, schema, referenced, candidates)
@@ -175,10 +190,11 @@ def run_audit(
 ) -> AuditResult:
     """Classify every ledger; write the report if `options.output`. Enqueues nothing.
 
-    Three jobs when the inputs are files: the inventory's ids, the references' row count
-    (Parquet's footers), then one pass over both for the summary, the referenced count and
-    the dangling candidates. The per-ledger classification stays lazy: only the report
-    and the enqueueing read it.
+    Four jobs when the inputs are files: the inventory's ids, the references' row count
+    (Parquet's footers), the referenced ids as 64-bit words (kept, small when the ids are
+    dense: audit.tally's choice), then one job over both for the summary, the referenced
+    count and the dangling candidates. The
+    per-ledger classification stays lazy: only the report and the enqueueing read it.
     """
     with progress.step("inventory: reading ledger metadata"):
         inventory = _inventory(spark, options)
@@ -188,8 +204,14 @@ def run_audit(
     with progress.step("references: reading Pulsar metadata"):
         references = _references(spark, options)
         _check_references(references, ledgers)
-    with progress.step("classifying"):
-        tally = _tally(inventory, references, options)
+        words = _referenced_words(references)
+    how = "referenced ids as 64-bit words" if words is not None else "sparse ids: anti-joins"
+    with progress.step(f"classifying ({how})"):
+        try:
+            tally = _tally(inventory, references, options, words)
+        finally:
+            if words is not None:
+                words.unpersist()  # small, but nothing else reads it
     confirmed = confirm_dangling(tally.dangling_candidates, ledger_storage)
     dangling = transform.dangling_among(references, confirmed)
     classified = transform.classify(inventory, references, options.now_ms, options.min_age_ms)

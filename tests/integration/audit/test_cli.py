@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from rich.console import Console
 from typer.testing import CliRunner
 
+from audit import pipeline
 from audit.errors import AuditError
 from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
@@ -104,9 +105,12 @@ def test_a_parquet_inventory_reads_like_json_lines(spark: SparkSession, tmp_path
     assert json.loads(stdout.strip().splitlines()[-1])["orphans"] == 2
 
 
+@pytest.mark.parametrize("max_words", [None, 0], ids=["id words", "sparse: anti-joins"])
 def test_an_audit_of_parquet_files_caches_nothing_and_writes_its_report(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_words: int | None
 ) -> None:
+    if max_words is not None:  # the referenced ids take more words than may be broadcast
+        monkeypatch.setattr(pipeline, "MAX_BROADCAST_WORDS", max_words)
     rows = [(r["ledger_id"], r["ctime_ms"], r["custom_metadata"], r.get("size")) for r in INVENTORY]
     spark.createDataFrame(rows, INVENTORY_SCHEMA).write.parquet(str(tmp_path / "inventory.parquet"))
     spark.read.json(str(write_jsonl(tmp_path / "r.jsonl", REFERENCES))).write.parquet(

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from audit import transform
+from audit import tally, transform
 from audit.pipeline import status_counts
 from audit.schema import INVENTORY_SCHEMA, REFERENCE_SCHEMA
 from deletion.domain.decision import pulsar_custom_metadata
@@ -174,27 +174,35 @@ def test_empty_inputs(spark: SparkSession) -> None:
     assert transform.dangling(empty_references, empty_inventory).count() == 0
 
 
-def test_the_one_pass_tally_gives_the_summary_the_referenced_and_the_dangling(
-    frames: tuple[DataFrame, DataFrame],
+@pytest.mark.parametrize("dense_ids", [False, True], ids=["anti-joins", "id words"])
+def test_the_one_job_tally_gives_the_summary_the_referenced_and_the_dangling(
+    frames: tuple[DataFrame, DataFrame], dense_ids: bool
 ) -> None:
     inventory, references = frames
     classified = transform.classify(inventory, references, NOW, MIN_AGE)
-    rows = [r.asDict() for r in transform.tally(inventory, references, NOW, MIN_AGE).collect()]
+    words = tally.referenced_words(references) if dense_ids else None
+    frame = tally.tally(inventory, references, NOW, MIN_AGE, words)
+    rows = [r.asDict() for r in frame.collect()]
     by_status = {r["status"]: r for r in rows}
-    assert by_status[transform.REFERENCED]["ledgers"] == 4  # 1, 99, 100 and 101
-    assert sorted(by_status[transform.DANGLING]["dangling_ids"]) == [99, 101]
+    assert by_status[tally.REFERENCED]["ledgers"] == 4  # 1, 99, 100 and 101
+    assert sorted(by_status[tally.DANGLING]["dangling_ids"]) == [99, 101]
     summary = [
         {k: v for k, v in r.items() if k != "dangling_ids"}
         for r in rows
-        if r["status"] not in (transform.REFERENCED, transform.DANGLING)
+        if r["status"] not in (tally.REFERENCED, tally.DANGLING)
     ]
     assert summary == [r.asDict() for r in transform.summarize(classified).collect()]
 
 
-def test_the_tally_counts_a_ledger_listed_twice_once_as_referenced(spark: SparkSession) -> None:
+@pytest.mark.parametrize("dense_ids", [False, True], ids=["anti-joins", "id words"])
+def test_the_tally_counts_a_ledger_listed_twice_once_as_referenced(
+    spark: SparkSession, dense_ids: bool
+) -> None:
     twice = [INVENTORY[0], INVENTORY[0], INVENTORY[1]]
     inventory = spark.createDataFrame(twice, INVENTORY_SCHEMA)
     references = spark.createDataFrame(REFERENCES[:2], REFERENCE_SCHEMA)  # ledger 1, twice
-    rows = {r["status"]: r for r in transform.tally(inventory, references, NOW, MIN_AGE).collect()}
-    assert rows[transform.REFERENCED]["ledgers"] == 1
-    assert rows["orphan"]["ledgers"] == 1 and transform.DANGLING not in rows
+    words = tally.referenced_words(references) if dense_ids else None
+    frame = tally.tally(inventory, references, NOW, MIN_AGE, words)
+    rows = {r["status"]: r for r in frame.collect()}
+    assert rows[tally.REFERENCED]["ledgers"] == 1
+    assert rows["orphan"]["ledgers"] == 1 and tally.DANGLING not in rows
