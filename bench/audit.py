@@ -53,6 +53,7 @@ DAY_MS = 86_400_000
 NOW_MS = 1_700_000_000_000
 MIN_AGE_MS = DAY_MS
 AUDIT_TARGET = 3.0  # the whole audit within this many times the bare anti-join (issue 14)
+TARGET_LEDGERS = 10_000_000  # the audit the target is about
 ROUNDS = 3  # each figure from files is the fastest of this many runs
 
 
@@ -209,6 +210,13 @@ def _compare(spark_s: float, other_s: float, other: str) -> str:
     return f"{other} wins ({spark_s / other_s:.1f}x faster than Spark)"
 
 
+def _target(row: dict[str, Any]) -> str:
+    if row["ledgers"] < TARGET_LEDGERS:
+        return "(the 3x target is for 10M; a job's fixed costs weigh more here)"
+    met = "met" if row["audit_vs_antijoin"] <= AUDIT_TARGET else "MISSED"
+    return f"(target <= 3x: {met})"
+
+
 def verdicts(files: list[dict[str, Any]], zk: dict[str, Any]) -> list[str]:
     lines = [
         f"{row['ledgers']:,} ledgers from files, the anti-join: "
@@ -216,11 +224,7 @@ def verdicts(files: list[dict[str, Any]], zk: dict[str, Any]) -> list[str]:
             row["spark_antijoin_s"], min(row["duckdb_s"], row["python_sets_s"]), "one process"
         )
         + f"; the whole audit takes {row['audit_vs_antijoin']:.1f}x the bare anti-join "
-        + (
-            "(target <= 3x: met)"
-            if row["audit_vs_antijoin"] <= AUDIT_TARGET
-            else "(target <= 3x: MISSED)"
-        )
+        + _target(row)
         for row in files
     ]
     lines.extend(zookeeper_verdicts(zk, _compare))
