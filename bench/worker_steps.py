@@ -30,6 +30,7 @@ from bench._common import (
     topics_over,
 )
 from consumers.observer import Observer
+from deletion.adapters.stores.zookeeper_multiread import OPS_PER_REQUEST, multi_read_async
 from deletion.domain import message
 from deletion.domain.message import LedgerComponent
 from deletion.domain.message_properties import DELAY_TIME
@@ -96,7 +97,8 @@ def worker_rate(
 def kazoo_rate(svc: Services, way: str, chroot: str, count: int, parallelism: int) -> float:
     """`count` znodes of BookKeeper's layout and size deleted one way: `sync` (one caller),
     `threads`, `async` (pipelined), `pairs` (a read, then a delete at the version read, both
-    pipelined) or `pairs-multi` (the reads pipelined, the deletes in multi requests)."""
+    pipelined), `pairs-multi` (the reads pipelined, the deletes in multi requests) or
+    `pairs-multiread` (the reads in multiRead requests, the deletes in multi requests)."""
     data = ledger_znode(TopicName(NamespaceName("raw", "ns"), "t"), LedgerComponent.MANAGED_LEDGER)
     paths = [bk.ledger_path(i) for i in range(1, count + 1)]
     client = svc.kazoo()
@@ -134,9 +136,18 @@ def _delete(way: str, client: Any, paths: list[str], parallelism: int) -> None:
     else:
         for start in range(0, len(paths), WINDOW):
             window = paths[start : start + WINDOW]
-            stats = [read.get()[1] for read in [client.get_async(p) for p in window]]
+            stats = _read_stats(client, window, by_multiread=way == "pairs-multiread")
             versions = list(zip(window, (stat.version for stat in stats), strict=True))
-            _delete_at(client, versions, multi=way == "pairs-multi")
+            _delete_at(client, versions, multi=way != "pairs")
+
+
+def _read_stats(client: Any, paths: list[str], by_multiread: bool) -> list[Any]:
+    """The znodes' stats, read pipelined: one get each, or multiRead requests of 200."""
+    if not by_multiread:
+        return [read.get()[1] for read in [client.get_async(p) for p in paths]]
+    chunks = [paths[i : i + OPS_PER_REQUEST] for i in range(0, len(paths), OPS_PER_REQUEST)]
+    replies = [multi_read_async(client, chunk) for chunk in chunks]
+    return [stat for reply in replies for _, stat in reply.get()]
 
 
 def _delete_at(client: Any, versions: list[tuple[str, int]], multi: bool) -> None:

@@ -12,11 +12,12 @@ warm), R rounds each measure, on the same count N and in this order:
    timed from start() to the N-th result;
 2. what a deletion costs ZooKeeper, raw: N ledger reads, each followed by a delete at the
    version read, pipelined in windows of 2,000 (all reads in flight, then all deletes),
-   with the deletes sent one by one (as the worker sends them), and again in multi requests
-   (one request a thousand deletes, all or none: the fastest way ZooKeeper offers);
+   with the deletes sent one by one (as the worker sends them), again in multi requests
+   (one request a thousand deletes, all or none), and again with the reads in multiRead
+   requests of 200 too (the fastest way ZooKeeper offers);
 3. the raw broker consume-and-ack rate: N messages of the same size on the same kind of
    subscription (Shared, partitioned deletion and retry topics, one listener thread).
-Each figure is the best of its R rounds; the limit is the faster of the two raw pair runs
+Each figure is the best of its R rounds; the limit is the fastest of the three raw pair runs
 (the best raw rate of the same work), or consume-and-ack if that is slower. Once, for
 comparison: the worker one message at a time (B=1, the design before batches) and raw
 deletes by one caller, by P threads and pipelined, on min(N, 5,000).
@@ -37,7 +38,7 @@ from bench.worker_steps import broker_consume_ack_rate, in_child, kazoo_rate, wo
 from deletion.domain.topics import NamespaceName
 
 TARGET_RATIO = 0.5
-PAIRS = ("pairs", "pairs-multi")
+PAIRS = ("pairs", "pairs-multi", "pairs-multiread")
 ONCE = 5000  # N for the figures measured once, for comparison only
 
 
@@ -106,6 +107,7 @@ def run(
         "raw_kazoo_delete_pipelined_per_second": raw["async"]["per_second"],
         "raw_kazoo_read_delete_pairs_pipelined_per_second": best["pairs"]["per_second"],
         "raw_kazoo_read_delete_pairs_multi_per_second": best["pairs-multi"]["per_second"],
+        "raw_kazoo_read_delete_pairs_multiread_per_second": best["pairs-multiread"]["per_second"],
         "raw_broker_consume_ack_per_second": best["broker"]["per_second"],
         "correct": all(r["worker"]["correct"] for r in measured) and one_at_a_time["correct"],
         "limit_per_second": limit,
@@ -153,6 +155,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ),
         ("raw ledger read + versioned delete, pipelined, deletes one by one", "pairs"),
         ("raw ledger read + versioned delete, pipelined, deletes in multi requests", "pairs-multi"),
+        (
+            "raw ledger read + versioned delete, reads in multiRead, deletes in multi requests",
+            "pairs-multiread",
+        ),
         ("raw broker consume-and-ack", "broker"),
     ]
     compared = [

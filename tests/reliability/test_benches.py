@@ -22,6 +22,7 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "raw_kazoo_delete_per_second": float,
         "raw_kazoo_read_delete_pairs_pipelined_per_second": float,
         "raw_kazoo_read_delete_pairs_multi_per_second": float,
+        "raw_kazoo_read_delete_pairs_multiread_per_second": float,
         "limit_per_second": float,
         "ratio_per_round": list,
         "figures": dict,
