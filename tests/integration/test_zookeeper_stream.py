@@ -134,6 +134,22 @@ def test_a_server_lost_mid_stream_is_transient(tmp_path: Path) -> None:
         server.stop()
 
 
+def test_a_server_lost_before_the_first_request_is_transient_not_unsupported(
+    tmp_path: Path,
+) -> None:
+    server = ZooKeeperServer(tmp_path / "zookeeper").start()
+    try:
+        store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{server.hosts}"), timeout=2)
+        paths = _nodes(store.client, 10)
+        server.stop()
+        with pytest.raises(TransientMetadataError, match="ZooKeeper unavailable"):
+            list(store.get_stream((path, path) for path in paths))
+        assert store._multi_reader.supported is None  # asked again on the next stream
+        store.close()
+    finally:
+        server.stop()
+
+
 def test_the_handler_waits_past_fd_setsize_as_kazoo_does() -> None:
     """select(2) cannot watch a descriptor past FD_SETSIZE; kazoo's selectors still can."""
     reader, writer = socket.socketpair()

@@ -14,11 +14,12 @@ false, err)` then `GetDataResponse(data, stat)`, or `ErrorResponse(err)` under t
 (NONODE) beside the others' data. Requests and replies go through kazoo's own connection
 (`KazooClient._call`) and are built with its serialization helpers.
 
-A server before 3.6 answers UNIMPLEMENTED and closes the connection
-(`UnimplementedRequestProcessor`), so kazoo may report either that or the connection lost;
-it reconnects the session. `MultiReader` sends one probing request first and, on either
-answer, reads one znode per request on that connection, as before: should the loss have
-been a real outage, those reads fail as any read would.
+A server before 3.6 answers UNIMPLEMENTED, then closes the connection
+(`UnimplementedRequestProcessor`; the reply is read before the close, and kazoo reconnects
+the session). `MultiReader` sends one probing request first and, on that answer alone,
+reads one znode per request on that connection, as before. Any other failure of the probe
+is the stream's failure, as it would be for any request: a connection lost on the first
+request does not make a server's multiRead unsupported.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ class MultiReader:
         try:
             replies = _awaited(batch, reply, self._timeout)
         except RequestFailedError as exc:
-            if not isinstance(exc.cause, (UnimplementedError, ConnectionLoss)):
+            if not isinstance(exc.cause, UnimplementedError):
                 raise
             log.warning(
                 "ZooKeeper did not answer a multiRead (%s; a server before 3.6?): reading"
