@@ -1,12 +1,14 @@
 """Faults inside ZooKeeper's pipelined batches, below our adapter, and a ground-truth view of
 the ledger znodes that reads the server directly.
 
-`FaultyKazoo` is a real kazoo client talking to a real server. Only its `get_async` and
-`delete_async` are intercepted, the two calls our adapter pipelines in `get_many` and
-`delete_many`: every request of a batch is issued before the first reply is awaited, so
-the requests issued between two awaits form one *burst*, and each knows its place in it.
-A plan picks, per request, a fault; the adapter's own pipelining and error collection run
-unchanged on whatever kazoo hands back.
+`FaultyKazoo` is a real kazoo client talking to a real server. Only its `get_async`,
+`delete_async` and the multiRead requests it is handed (`_call`) are intercepted: what our
+adapter sends for `get`, `delete_many` and `get_many`. Every request of a batch is issued
+before the first reply is awaited, so the requests issued between two awaits form one
+*burst*, and each knows its place in it; each read of a multiRead is a "get" of the burst,
+and a fault planned for any of them befalls the whole request, which fails or succeeds as
+one. A plan picks, per request, a fault; the adapter's own batching and error collection
+run unchanged on whatever kazoo hands back.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import ConnectionLoss
 
+from deletion.adapters.stores.zookeeper_multiread import MultiRead
 from deletion.wire import bookkeeper_metadata as bk
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 
@@ -36,7 +39,7 @@ class Request:
 class Issued:
     request: Request
     fault: str | None
-    outcome: str = "unread"  # "ok", the exception's name, or "unread"
+    outcome: str = "unread"  # "ok", the exception's name, "unread", or "unsent"
 
 
 class Crash(BaseException):
@@ -132,18 +135,35 @@ class Times:
 class _Reply:
     """kazoo's async result; awaiting it ends the burst of the thread that issued it."""
 
-    def __init__(self, real: Any, client: FaultyKazoo, issued: Issued) -> None:
-        self._real, self._client, self._issued = real, client, issued
+    def __init__(self, real: Any, client: FaultyKazoo, issued: Issued | list[Issued]) -> None:
+        self._real, self._client = real, client
+        self._issued = issued if isinstance(issued, list) else [issued]
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         self._client._local.index = 0
         try:
             value = self._real.get(block, timeout)
         except Exception as exc:
-            self._issued.outcome = type(exc).__name__
+            for issued in self._issued:
+                issued.outcome = type(exc).__name__
             raise
-        self._issued.outcome = "ok"
+        for issued in self._issued:
+            issued.outcome = "ok"
         return value
+
+
+@dataclass(frozen=True)
+class _Awaited:
+    """An async result's own `get`, kept before `_Reply` takes its place."""
+
+    get: Callable[..., Any]
+
+
+def _forward(done: Any, target: Any) -> None:
+    if done.successful():
+        target.set(done.value)
+    else:
+        target.set_exception(done.exception)
 
 
 class FaultyKazoo(KazooClient):  # type: ignore[misc]
@@ -151,6 +171,7 @@ class FaultyKazoo(KazooClient):  # type: ignore[misc]
         super().__init__(hosts=hosts, **options)
         self.plan = plan
         self.issued: list[Issued] = []
+        self.multi_reads = 0  # multiRead requests seen
         self._local = threading.local()
         self._lock = threading.Lock()
         self._bursts = 0
@@ -172,6 +193,42 @@ class FaultyKazoo(KazooClient):  # type: ignore[misc]
 
     def delete_async(self, path: str, version: int = -1) -> Any:
         return self._issue("delete", path, lambda: KazooClient.delete_async(self, path, version))
+
+    def _call(self, request: Any, async_object: Any) -> Any:
+        if not isinstance(request, MultiRead):
+            return KazooClient._call(self, request, async_object)
+        local = self._local
+        self.multi_reads += 1
+        if not getattr(local, "index", 0):
+            with self._lock:
+                self._bursts += 1
+                local.burst = self._bursts
+        reads: list[Issued] = []
+        chosen: tuple[Request, Fault] | None = None
+        for path in request.paths:
+            local.index = getattr(local, "index", 0) + 1
+            asked = Request("get", self.unchroot(path), local.index, local.burst)
+            fault = self.plan(asked)
+            reads.append(Issued(asked, None if fault is None else fault.__name__))
+            chosen = chosen or (None if fault is None else (asked, fault))
+        with self._lock:
+            self.issued.extend(reads)
+
+        def send() -> Any:
+            real = self.handler.async_result()
+            KazooClient._call(self, request, real)
+            return real
+
+        try:
+            reply = send() if chosen is None else chosen[1](self, chosen[0], send)
+        except BaseException:
+            local.index = 0
+            for read in reads:
+                read.outcome = "unsent"  # the request never left: none of its reads
+            raise
+        reply.rawlink(lambda done: _forward(done, async_object))
+        async_object.get = _Reply(_Awaited(async_object.get), self, reads).get
+        return True
 
     def _issue(self, op: str, path: str, send: Send) -> Any:
         local = self._local

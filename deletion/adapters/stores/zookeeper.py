@@ -235,10 +235,9 @@ class ZooKeeperMetadataStore(MetadataStore):
         return True
 
     def get_many(self, paths: Sequence[str]) -> list[Node | None]:
-        """Pipelined: every request is sent before the first reply is awaited."""
-        with _translated(paths[0] if paths else "/"):
-            pending = [self._client.get_async(path) for path in paths]
-        return _settle(paths, pending, _read, self._reply_timeout)
+        """Batched: multiRead requests of up to 200 reads, streamed as `get_stream` does
+        (a batch of the worker's is one request)."""
+        return [node for _, node in self.get_stream(enumerate(paths))]
 
     def delete_many(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
         paths = [path for path, _ in versions]

@@ -106,8 +106,15 @@ class MultiRead:
 def multi_read_async(client: KazooClient, paths: list[str]) -> IAsyncResult:
     """One multiRead of `paths` (relative to the client's chroot), sent without waiting."""
     reply = client.handler.async_result()
-    client._call(MultiRead([_prefix_root(client.chroot, path) for path in paths]), reply)
+    client._call(MultiRead([_under_chroot(client, path) for path in paths]), reply)
     return reply
+
+
+def _under_chroot(client: KazooClient, path: str) -> str:
+    try:  # kazoo's own check of a path, as get_async makes it: no relative segments
+        return str(_prefix_root(client.chroot, path))
+    except ValueError as exc:
+        raise RequestFailedError(path, exc) from exc
 
 
 class MultiReader:
@@ -176,7 +183,10 @@ class MultiReader:
     def _one_by_one(self, pairs: Iterable[tuple[K, str]]) -> Iterator[tuple[K, str, Reply]]:
         in_flight: deque[tuple[K, str, IAsyncResult]] = deque()
         for key, path in pairs:
-            in_flight.append((key, path, self._client.get_async(path)))
+            try:
+                in_flight.append((key, path, self._client.get_async(path)))
+            except ValueError as exc:
+                raise RequestFailedError(path, exc) from exc
             if len(in_flight) >= self._window:
                 yield _single(*in_flight.popleft(), self._timeout)
         while in_flight:
