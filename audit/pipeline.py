@@ -193,8 +193,8 @@ def run_audit(
     Four jobs when the inputs are files: the inventory's ids, the references' row count
     (Parquet's footers), the referenced ids as 64-bit words (kept, small when the ids are
     dense: audit.tally's choice), then one job over both for the summary, the referenced
-    count and the dangling candidates. The
-    per-ledger classification stays lazy: only the report and the enqueueing read it.
+    count and the dangling candidates. The per-ledger classification stays lazy: only the
+    report and the enqueueing read it.
     """
     with progress.step("inventory: reading ledger metadata"):
         inventory = _inventory(spark, options)

@@ -259,7 +259,7 @@ class ZooKeeperMetadataStore(MetadataStore):
                 if isinstance(reply, NoNodeError):
                     yield key, None
                 elif isinstance(reply, Exception):
-                    raise _translation(path, reply)
+                    raise _translation(path, reply) from reply
                 else:
                     yield key, Node(reply[0], _stat(reply[1]))
         except RequestFailedError as exc:

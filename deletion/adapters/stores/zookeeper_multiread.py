@@ -31,7 +31,7 @@ from itertools import islice
 from typing import TypeVar
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import EXCEPTIONS, ConnectionLoss, NoNodeError, UnimplementedError
+from kazoo.exceptions import EXCEPTIONS, MarshallingError, NoNodeError, UnimplementedError
 from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.paths import _prefix_root
 from kazoo.protocol.serialization import (
@@ -172,7 +172,14 @@ class MultiReader:
         open again (a read sent before kazoo sees the close is lost with it)."""
         key, path = batch[0]
         retry = KazooRetry(max_tries=5, delay=0.05, deadline=self._timeout)
-        yield retry(lambda: _single(key, path, self._client.get_async(path), self._timeout))
+        try:
+            data, stat = retry(self._client.get, path)
+        except NoNodeError as exc:
+            yield key, path, exc
+        except Exception as exc:
+            raise RequestFailedError(path, exc) from exc
+        else:
+            yield key, path, (bytes(data or b""), stat)
         yield from self._one_by_one(batch[1:])
 
     def _settled(
@@ -203,7 +210,8 @@ def _awaited(batch: list[tuple[K, str]], reply: IAsyncResult, timeout: float) ->
 
 def _zipped(batch: list[tuple[K, str]], replies: list[Reply]) -> Iterator[tuple[K, str, Reply]]:
     if len(replies) != len(batch):
-        raise ValueError(f"multiRead answered {len(replies)} reads of {len(batch)}")
+        wrong = MarshallingError(f"multiRead answered {len(replies)} reads of {len(batch)}")
+        raise RequestFailedError(batch[0][1], wrong)
     return ((key, path, reply) for (key, path), reply in zip(batch, replies, strict=True))
 
 
@@ -212,8 +220,6 @@ def _single(key: K, path: str, reply: IAsyncResult, timeout: float) -> tuple[K, 
         data, stat = reply.get(timeout=timeout)
     except NoNodeError as exc:
         return key, path, exc
-    except ConnectionLoss:
-        raise  # for a retry
     except Exception as exc:
         raise RequestFailedError(path, exc) from exc
     return key, path, (bytes(data or b""), stat)
