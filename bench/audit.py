@@ -132,34 +132,35 @@ def python_sets(inventory: Path, references: Path) -> int:
     return sum(1 for ledger_id, ctime in pairs if ctime <= cutoff and ledger_id not in referenced)
 
 
-def best_of(
-    rounds: int, action: Callable[[], T], jvm: int | None
-) -> tuple[T, float, Any, list[float]]:
-    """`measured` over `rounds` runs: the last value, the fastest run and its peaks, and
-    every run's seconds."""
-    runs = [measured(action, jvm) for _ in range(rounds)]
+Run = tuple[T, float, Any]  # `measured`'s value, seconds and peaks
+
+
+def _fastest(runs: list[Run[T]]) -> tuple[T, float, Any, list[float]]:
+    """The fastest run's value, seconds and peaks, and every run's seconds."""
     value, seconds, rss = min(runs, key=lambda run: run[1])
     return value, seconds, rss, [round(run[1], 2) for run in runs]
 
 
+def best_of(
+    rounds: int, action: Callable[[], T], jvm: int | None = None
+) -> tuple[T, float, Any, list[float]]:
+    """`measured` over `rounds` runs, as `_fastest` gives them."""
+    return _fastest([measured(action, jvm) for _ in range(rounds)])
+
+
 def _spark_rounds(
     spark: SparkSession, inventory: Path, references: Path, rounds: int
-) -> dict[str, Any]:
+) -> tuple[tuple[int, float, Any, list[float]], tuple[int, float, Any, list[float]]]:
     """The audit and the anti-join, alternated `rounds` times, each its fastest run: the
     first large job of a JVM pays for its heap's growth and its compilation, and whichever
     ran first would carry it alone."""
     jvm = jvm_pid()
-    audits, joins = [], []
+    audits: list[Run[int]] = []
+    joins: list[Run[int]] = []
     for _ in range(rounds):
         audits.append(measured(partial(spark_audit, spark, inventory, references), jvm))
         joins.append(measured(partial(spark_antijoin, spark, inventory, references), jvm))
-    audit, join = min(audits, key=lambda r: r[1]), min(joins, key=lambda r: r[1])
-    return {
-        "orphans": audit[0], "antijoin_orphans": join[0], "audit_s": audit[1],
-        "antijoin_s": join[1], "audit_rss": audit[2], "antijoin_rss": join[2],
-        "audit_runs": [round(r[1], 2) for r in audits],
-        "antijoin_runs": [round(r[1], 2) for r in joins],
-    }  # fmt: skip
+    return _fastest(audits), _fastest(joins)
 
 
 def bench_files(
@@ -171,29 +172,27 @@ def bench_files(
         spark_antijoin(spark, warm_inventory, warm_references)
     rows = []
     for n in sizes:
-        paths, generated = timed(partial(generate, spark, n, root))
-        inventory, references = paths
+        (inventory, references), generated = timed(partial(generate, spark, n, root))
         log.print(f"files: {n:,} ledgers generated in {generated:.1f} s")
-        sparked = _spark_rounds(spark, inventory, references, rounds)
-        audit_s, spark_s = sparked["audit_s"], sparked["antijoin_s"]
+        audited, joined = _spark_rounds(spark, inventory, references, rounds)
+        audit_orphans, audit_s, audit_rss, audit_runs = audited
+        spark_count, spark_s, spark_rss, spark_runs = joined
         duck_count, duck_s, duck_rss, _ = best_of(
-            rounds, partial(duckdb_antijoin, inventory, references), None
+            rounds, partial(duckdb_antijoin, inventory, references)
         )
         sets_count, sets_s, sets_rss, _ = best_of(
-            rounds, partial(python_sets, inventory, references), None
+            rounds, partial(python_sets, inventory, references)
         )
-        counts = {sparked["orphans"], sparked["antijoin_orphans"], duck_count, sets_count}
-        assert len(counts) == 1, f"the counts disagree: {counts}"
+        assert audit_orphans == spark_count == duck_count == sets_count, "the counts disagree"
         best = min(duck_s, sets_s)
         rows.append({
-            "ledgers": n, "orphans": duck_count, "rounds": rounds,
+            "ledgers": n, "orphans": spark_count, "rounds": rounds,
             "spark_audit_s": round(audit_s, 2), "spark_antijoin_s": round(spark_s, 2),
             "audit_vs_antijoin": round(audit_s / spark_s, 2), "duckdb_s": round(duck_s, 2),
             "python_sets_s": round(sets_s, 2), "spark_wins": spark_s < best,
-            "spark_audit_runs_s": sparked["audit_runs"],
-            "spark_antijoin_runs_s": sparked["antijoin_runs"],
-            "spark_audit_peak_rss_mb": sparked["audit_rss"].as_dict(),
-            "spark_antijoin_peak_rss_mb": sparked["antijoin_rss"].as_dict(),
+            "spark_audit_runs_s": audit_runs, "spark_antijoin_runs_s": spark_runs,
+            "spark_audit_peak_rss_mb": audit_rss.as_dict(),
+            "spark_antijoin_peak_rss_mb": spark_rss.as_dict(),
             "duckdb_peak_rss_mb": duck_rss.as_dict(),
             "python_sets_peak_rss_mb": sets_rss.as_dict(),
         })  # fmt: skip

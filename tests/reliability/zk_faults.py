@@ -199,15 +199,10 @@ class FaultyKazoo(KazooClient):  # type: ignore[misc]
             return KazooClient._call(self, request, async_object)
         local = self._local
         self.multi_reads += 1
-        if not getattr(local, "index", 0):
-            with self._lock:
-                self._bursts += 1
-                local.burst = self._bursts
         reads: list[Issued] = []
         chosen: tuple[Request, Fault] | None = None
         for path in request.paths:
-            local.index = getattr(local, "index", 0) + 1
-            asked = Request("get", self.unchroot(path), local.index, local.burst)
+            asked = self._next("get", self.unchroot(path))
             fault = self.plan(asked)
             reads.append(Issued(asked, None if fault is None else fault.__name__))
             chosen = chosen or (None if fault is None else (asked, fault))
@@ -230,14 +225,19 @@ class FaultyKazoo(KazooClient):  # type: ignore[misc]
         async_object.get = _Reply(_Awaited(async_object.get), self, reads).get
         return True
 
-    def _issue(self, op: str, path: str, send: Send) -> Any:
+    def _next(self, op: str, path: str) -> Request:
+        """This thread's next request: the first since its last await opens a burst."""
         local = self._local
         if not getattr(local, "index", 0):
             with self._lock:
                 self._bursts += 1
                 local.burst = self._bursts
         local.index = getattr(local, "index", 0) + 1
-        request = Request(op, path, local.index, local.burst)
+        return Request(op, path, local.index, local.burst)
+
+    def _issue(self, op: str, path: str, send: Send) -> Any:
+        local = self._local
+        request = self._next(op, path)
         fault = self.plan(request)
         issued = Issued(request, None if fault is None else fault.__name__)
         with self._lock:
