@@ -42,6 +42,7 @@ from tests.reliability.zk_faults import (
     after,
     connection_dropped,
     crash_after_applied,
+    crash_after_sent,
     ledger_metadata,
     refused,
     reply_lost,
@@ -147,6 +148,7 @@ def test_transient_fault_in_the_middle_of_a_pipelined_batch(rig: ZkRig, case: st
     failed = [i for burst in hit for i in burst if i.outcome not in ("ok", "unread")]
     assert failed, f"no request of the faulted bursts failed: {hit}"
     assert op != "get" or client.multi_reads > 0, "the batch reads did not go by multiRead"
+    assert op != "delete" or client.multi_deletes > 0, "the batch deletes did not go by multi"
     if case == "delete applied, reply lost":
         # Redone after the lost reply: found gone, and acked as such.
         lost = {rig.ledger_of(i.request.path) for i in client.faulted()}
@@ -244,31 +246,37 @@ def test_one_bad_ledger_in_a_batch_holds_back_no_other(rig: ZkRig, how: str) -> 
         assert_every_message_settled(rig, recorder)
 
 
-@pytest.mark.parametrize("op", ["get", "delete"])
+CRASHES: dict[str, tuple[str, Fault, Outcome]] = {
+    "before its reads were sent": ("get", crash_after_applied, Outcome.DELETED),
+    "before its deletes were sent": ("delete", crash_after_applied, Outcome.DELETED),
+    "after its deletes were applied": ("delete", crash_after_sent, Outcome.ALREADY_GONE),
+}
+
+
+@pytest.mark.parametrize("when", CRASHES)
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_crash_after_part_of_a_batch_was_applied(rig: ZkRig, op: str) -> None:
-    """The handler thread dies before issuing the third request of a burst, once the server
-    applied the first two (deletes); a batch's reads go as one multiRead, so there it dies
-    before sending them. Nothing was acked, so a new worker gets the whole batch again."""
-    plan = Times(lambda r: r.op == op and r.index == 3, crash_after_applied)
+def test_crash_in_the_middle_of_a_batch(rig: ZkRig, when: str) -> None:
+    """The handler thread dies at the third ledger of a burst. A batch's reads go as one
+    multiRead and its deletes as one multi, so it dies before the request left, or after
+    the server applied it and before its reply was read. Nothing was acked, so a new worker
+    gets the whole batch again: it deletes what was not applied and finds gone what was."""
+    op, crash, expected = CRASHES[when]
+    plan = Times(lambda r: r.op == op and r.index == 3, crash)
     first_results = Recorder()
     first, client = rig.worker(plan, first_results, SETTINGS, backlog=BACKLOG)
     try:
         wait_until(lambda: not first.live()[0], 60, "the crash")
     finally:
         first.stop()
-    (crash,) = plan.fired
-    before = [i for i in client.burst(crash.burst) if i.fault is None]
-    if op == "get":  # the other reads of the one multiRead request that never left
-        assert len(before) >= 2 and {i.request.op for i in before} == {"get"}
-        assert all(i.outcome == "unsent" for i in before)
-    else:
-        assert [i.request.op for i in before] == [op, op]
-        assert all(i.outcome == "unread" for i in before)
-    ids = {rig.ledger_of(i.request.path) for i in before}
+    (fired,) = plan.fired
+    batch = [i for i in client.burst(fired.burst) if i.request.op == op]
+    assert len(batch) >= 3
+    applied = expected is Outcome.ALREADY_GONE
+    assert {i.outcome for i in batch} == {"unread" if applied else "unsent"}
+    ids = {rig.ledger_of(i.request.path) for i in batch}
     assert all(first_results.of(ledger) == [] for ledger in ids), "acked before the crash"
-    if op == "delete":
-        assert not ids & rig.znodes.ids(), "the server did not apply the deletes sent"
+    assert (ids & rig.znodes.ids()) == (set() if applied else ids)
+    assert op != "delete" or client.multi_deletes > 0
 
     second_results = Recorder()
     rig.worker(no_faults, second_results, SETTINGS)
@@ -276,7 +284,6 @@ def test_crash_after_part_of_a_batch_was_applied(rig: ZkRig, op: str) -> None:
     second_results.wait_for(lambda _: all(second_results.of(ledger) for ledger in ids))
     rig.assert_referenced_intact()
     assert_every_message_settled(rig, first_results, second_results)
-    expected = Outcome.ALREADY_GONE if op == "delete" else Outcome.DELETED
     assert {ledger: second_results.of(ledger) for ledger in ids} == {i: [expected] for i in ids}
 
 

@@ -2,13 +2,13 @@
 the ledger znodes that reads the server directly.
 
 `FaultyKazoo` is a real kazoo client talking to a real server. Only its `get_async`,
-`delete_async` and the multiRead requests it is handed (`_call`) are intercepted: what our
-adapter sends for `get`, `delete_many` and `get_many`. Every request of a batch is issued
-before the first reply is awaited, so the requests issued between two awaits form one
-*burst*, and each knows its place in it; each read of a multiRead is a "get" of the burst,
-and a fault planned for any of them befalls the whole request, which fails or succeeds as
-one. A plan picks, per request, a fault; the adapter's own batching and error collection
-run unchanged on whatever kazoo hands back.
+`delete_async` and the multiRead and multi requests it is handed (`_call`) are intercepted:
+what our adapter sends for `get`, `get_many` and `delete_many`. Every request of a batch is
+issued before the first reply is awaited, so the requests issued between two awaits form
+one *burst*, and each knows its place in it; each read of a multiRead is a "get" of the
+burst and each delete of a multi a "delete", and a fault planned for any of them befalls
+the whole request, which fails or succeeds as one. A plan picks, per request, a fault; the
+adapter's own batching and error collection run unchanged on whatever kazoo hands back.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import ConnectionLoss
+from kazoo.protocol.serialization import Delete, Transaction
 
 from deletion.adapters.stores.zookeeper_multiread import MultiRead
 from deletion.wire import bookkeeper_metadata as bk
@@ -98,6 +99,13 @@ def crash_after_applied(client: FaultyKazoo, request: Request, send: Send) -> An
     raise Crash(f"crashed before {request.op} #{request.index} of burst {request.burst}")
 
 
+def crash_after_sent(client: FaultyKazoo, request: Request, send: Send) -> Any:
+    """Issues the request and dies once the server has applied it, its reply unread."""
+    send()
+    client.sync("/")
+    raise Crash(f"crashed after {request.op} #{request.index} of burst {request.burst}")
+
+
 def after(action: Callable[[Request], None]) -> Fault:
     """Runs `action` (another client's write, say), then issues the request unharmed."""
 
@@ -133,10 +141,13 @@ class Times:
 
 
 class _Reply:
-    """kazoo's async result; awaiting it ends the burst of the thread that issued it."""
+    """kazoo's async result; awaiting it ends the burst of the thread that issued it. A
+    multi's deletes each get the outcome of their own result."""
 
-    def __init__(self, real: Any, client: FaultyKazoo, issued: Issued | list[Issued]) -> None:
-        self._real, self._client = real, client
+    def __init__(
+        self, real: Any, client: FaultyKazoo, issued: Issued | list[Issued], multi: bool = False
+    ) -> None:
+        self._real, self._client, self._multi = real, client, multi
         self._issued = issued if isinstance(issued, list) else [issued]
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
@@ -147,8 +158,9 @@ class _Reply:
             for issued in self._issued:
                 issued.outcome = type(exc).__name__
             raise
-        for issued in self._issued:
-            issued.outcome = "ok"
+        results = value if self._multi else [True] * len(self._issued)
+        for issued, result in zip(self._issued, results, strict=True):
+            issued.outcome = type(result).__name__ if isinstance(result, Exception) else "ok"
         return value
 
 
@@ -172,6 +184,7 @@ class FaultyKazoo(KazooClient):  # type: ignore[misc]
         self.plan = plan
         self.issued: list[Issued] = []
         self.multi_reads = 0  # multiRead requests seen
+        self.multi_deletes = 0  # multi requests of deletes seen
         self._local = threading.local()
         self._lock = threading.Lock()
         self._bursts = 0
@@ -195,34 +208,47 @@ class FaultyKazoo(KazooClient):  # type: ignore[misc]
         return self._issue("delete", path, lambda: KazooClient.delete_async(self, path, version))
 
     def _call(self, request: Any, async_object: Any) -> Any:
-        if not isinstance(request, MultiRead):
-            return KazooClient._call(self, request, async_object)
+        if isinstance(request, MultiRead):
+            self.multi_reads += 1
+            return self._many(request, "get", list(request.paths), async_object)
+        if isinstance(request, Transaction):
+            assert all(isinstance(op, Delete) for op in request.operations), request
+            self.multi_deletes += 1
+            paths = [op.path for op in request.operations]
+            return self._many(request, "delete", paths, async_object)
+        return KazooClient._call(self, request, async_object)
+
+    def _many(self, request: Any, op: str, paths: list[str], async_object: Any) -> Any:
+        """A request of many reads or deletes: each planned, the first fault befalls all."""
         local = self._local
-        self.multi_reads += 1
-        reads: list[Issued] = []
+        ops: list[Issued] = []
         chosen: tuple[Request, Fault] | None = None
-        for path in request.paths:
-            asked = self._next("get", self.unchroot(path))
+        for path in paths:
+            asked = self._next(op, self.unchroot(path))
             fault = self.plan(asked)
-            reads.append(Issued(asked, None if fault is None else fault.__name__))
+            ops.append(Issued(asked, None if fault is None else fault.__name__))
             chosen = chosen or (None if fault is None else (asked, fault))
         with self._lock:
-            self.issued.extend(reads)
+            self.issued.extend(ops)
+
+        sent: list[bool] = []
 
         def send() -> Any:
             real = self.handler.async_result()
             KazooClient._call(self, request, real)
+            sent.append(True)
             return real
 
         try:
             reply = send() if chosen is None else chosen[1](self, chosen[0], send)
         except BaseException:
             local.index = 0
-            for read in reads:
-                read.outcome = "unsent"  # the request never left: none of its reads
+            for issued in ops:
+                issued.outcome = "unread" if sent else "unsent"
             raise
         reply.rawlink(lambda done: _forward(done, async_object))
-        async_object.get = _Reply(_Awaited(async_object.get), self, reads).get
+        multi = isinstance(request, Transaction)
+        async_object.get = _Reply(_Awaited(async_object.get), self, ops, multi).get
         return True
 
     def _next(self, op: str, path: str) -> Request:

@@ -31,6 +31,7 @@ from core.errors import (
     TransientMetadataError,
     VersionConflictError,
 )
+from deletion.adapters.stores import zookeeper_multi_delete as multi_delete
 from deletion.adapters.stores.zookeeper_multiread import MultiReader, RequestFailedError
 from deletion.adapters.stores.zookeeper_select import SelectHandler
 from deletion.domain.ports import ANY_VERSION, Deletion, MetadataStore, Node, Stat
@@ -148,6 +149,15 @@ def _deleted(reply: IAsyncResult, timeout: float) -> Deletion:
     return Deletion.DELETED
 
 
+def _ended(path: str, error: Exception) -> Deletion | JanitorError:
+    """A failed multi's failing delete: gone or changed, or the error it is."""
+    if isinstance(error, NoNodeError):
+        return Deletion.GONE
+    if isinstance(error, BadVersionError):
+        return Deletion.CHANGED
+    return _translation(path, error)
+
+
 def _settle(
     paths: Sequence[str],
     pending: Sequence[IAsyncResult],
@@ -240,6 +250,49 @@ class ZooKeeperMetadataStore(MetadataStore):
         return [node for _, node in self.get_stream(enumerate(paths))]
 
     def delete_many(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
+        """In multi requests (zookeeper_multi_delete). A lone delete, and those a failed
+        multi kept from being applied, go one request each, pipelined. Every reply is
+        awaited before the first error is raised, translated."""
+        if len(versions) < 2:
+            return self._delete_each(versions)
+        paths = [path for path, _ in versions]
+        try:
+            sent = multi_delete.send(self._client, versions)
+        except RequestFailedError as exc:
+            raise _translation(exc.path, exc.cause) from exc.cause
+        outcomes: dict[int, Deletion] = {}
+        again: list[int] = []
+        failure: JanitorError | None = None
+        for multi in sent:
+            try:
+                answer = self._answer(multi, paths)
+            except JanitorError as exc:
+                failure = failure or exc
+                continue
+            if answer.applied:
+                outcomes.update(dict.fromkeys(multi.places, Deletion.DELETED))
+            elif answer.failed is not None:
+                place, error = answer.failed
+                ended = _ended(paths[place], error)
+                if isinstance(ended, JanitorError):
+                    failure = failure or ended
+                else:
+                    outcomes[place] = ended
+            again.extend(answer.again)
+        try:
+            retried = self._delete_each([versions[p] for p in again])
+            outcomes.update(zip(again, retried, strict=True))
+        except JanitorError as exc:
+            failure = failure or exc
+        if failure is not None:
+            raise failure
+        return [outcomes[place] for place in range(len(versions))]
+
+    def _answer(self, multi: multi_delete.MultiDelete, paths: Sequence[str]) -> multi_delete.Answer:
+        with _translated(paths[multi.places[0]]):
+            return multi_delete.answer(multi, self._reply_timeout)
+
+    def _delete_each(self, versions: Sequence[tuple[str, int]]) -> list[Deletion]:
         paths = [path for path, _ in versions]
         with _translated(paths[0] if paths else "/"):
             pending = [self._client.delete_async(path, version) for path, version in versions]
