@@ -118,6 +118,22 @@ NAMED: tuple[NamedMutant, ...] = (
     ),
     NamedMutant(
         "zookeeper",
+        "delete ignoring the version read (multi request)",
+        "deletion/adapters/stores/zookeeper_multi_delete.py",
+        "transaction.delete(path, version)",
+        "transaction.delete(path)",
+        ("tests/integration/test_stores.py", "tests/integration/test_zookeeper_multi_delete.py"),
+    ),
+    NamedMutant(
+        "zookeeper",
+        "the delete that failed a multi, changed, reported as gone",
+        "deletion/adapters/stores/zookeeper.py",
+        "    if isinstance(error, BadVersionError):\n        return Deletion.CHANGED",
+        "    if isinstance(error, BadVersionError):\n        return Deletion.GONE",
+        ("tests/integration/test_stores.py", "tests/integration/test_zookeeper_multi_delete.py"),
+    ),
+    NamedMutant(
+        "zookeeper",
         "a version conflict in a batch reported as gone",
         "deletion/adapters/stores/zookeeper.py",
         "    except BadVersionError:\n        return Deletion.CHANGED",

@@ -84,6 +84,21 @@ def test_one_gone_and_one_changed_fail_the_multi_and_the_rest_go_one_by_one(
     assert client.get_children("/d") == [paths[7].rsplit("/", 1)[1]]
 
 
+@pytest.mark.parametrize("failing", ["gone", "changed"])
+def test_the_delete_that_failed_the_multi_is_final(client: KazooClient, failing: str) -> None:
+    paths = _nodes(client, 5)
+    if failing == "gone":
+        client.delete(paths[2])
+    else:
+        client.set(paths[2], b"changed")
+    sent = _spy(client)
+    outcomes = ZooKeeperMetadataStore(client).delete_many([(path, 0) for path in paths])
+    ended = Deletion.GONE if failing == "gone" else Deletion.CHANGED
+    assert outcomes == [Deletion.DELETED] * 2 + [ended] + [Deletion.DELETED] * 2
+    assert sent == ["Transaction"] + ["Delete"] * 4  # the failing one is not sent again
+    assert client.get_children("/d") == ([] if failing == "gone" else ["00002"])
+
+
 def test_a_node_with_children_fails_the_batch_naming_it_and_the_others_are_deleted(
     client: KazooClient,
 ) -> None:
