@@ -8,13 +8,14 @@ In one run, after a warm-up round (a tenth of N, not reported: the servers' JITs
 warm), R rounds each measure, on the same count N and in this order:
 1. the worker (`Sidecar.worker`, ledgerDeletionWorkerThreadsOfTwoPhaseDeletion=P,
    ledgerDeletionBatchSizeOfTwoPhaseDeletion=B) handling N enqueued, committed,
-   unreferenced ledgers: decode, in-use look-up (cached), ownership read, znode delete, ack;
-   timed from start() to the N-th result;
+   unreferenced ledgers: decode, in-use look-up (cached), ownership read (a batch's reads
+   one multiRead request), znode delete (a batch's deletes one multi request), ack; timed
+   from start() to the N-th result;
 2. what a deletion costs ZooKeeper, raw: N ledger reads, each followed by a delete at the
    version read, pipelined in windows of 2,000 (all reads in flight, then all deletes),
-   with the deletes sent one by one (as the worker sends them), again in multi requests
-   (one request a thousand deletes, all or none), and again with the reads in multiRead
-   requests of 200 too (the fastest way ZooKeeper offers);
+   with the deletes sent one by one, again in multi requests (one request a thousand
+   deletes, all or none), and again with the reads in multiRead requests of 200 too (the
+   way the worker sends them, and the fastest ZooKeeper offers);
 3. the raw broker consume-and-ack rate: N messages of the same size on the same kind of
    subscription (Shared, partitioned deletion and retry topics, one listener thread).
 Each figure is the best of its R rounds; the limit is the fastest of the three raw pair runs

@@ -39,7 +39,7 @@ class ServiceConfiguration:
         128,
         "ledgerDeletionBatchSizeOfTwoPhaseDeletion",
         "int",
-        "Most pending deletions in one batch: their ledger reads and deletes are pipelined.",
+        "Most pending deletions in one batch: its reads go as one request, its deletes as another.",
         minimum=1,
     )
     ledger_deletion_schema_enabled_of_two_phase_deletion: bool = _setting(

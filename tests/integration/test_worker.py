@@ -114,7 +114,7 @@ def test_a_backlog_is_handled_in_batches_of_at_most_the_batch_size(
     janitor: JanitorFactory, namespace: NamespaceName
 ) -> None:
     """While the only handler is blocked, the due messages wait in its queue; released, it
-    takes them as one batch (one pipelined read, one pipelined delete), never more."""
+    takes them as one batch (one multiRead, one multi of deletes), never more."""
     gated, recorder, worker = _gated_worker(janitor, namespace, 9, parallelism=1, batch=4)
     worker.start()
     try:

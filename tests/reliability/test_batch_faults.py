@@ -1,7 +1,8 @@
 """Faults inside the real pipelined ZooKeeper batch path, under a real worker and broker.
 
-Phase two reads a batch's ledger znodes with one pipelined `get_many` and deletes them with
-one pipelined, versioned `delete_many`. Here the kazoo client under our adapter fails
+Phase two reads a batch's ledger znodes with one `get_many` (a multiRead request) and deletes
+them with one versioned `delete_many` (a multi request; after a failed multi, the rest one
+by one, pipelined). Here the kazoo client under our adapter fails
 requests in the middle of such a burst: refused before it leaves, applied with its reply
 lost, the connection broken or the session expired with replies in flight, the worker
 killed after the server applied part of a burst, a ledger changed by another writer between
