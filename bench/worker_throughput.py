@@ -20,7 +20,9 @@ warm), R rounds each measure, on the same count N and in this order:
    subscription (Shared, partitioned deletion and retry topics, one listener thread).
 Each figure is the best of its R rounds; the limit is the fastest of the three raw pair runs
 (the best raw rate of the same work), or consume-and-ack if that is slower. Once, for
-comparison: the worker one message at a time (B=1, the design before batches) and raw
+comparison: the worker one message at a time (B=1, the design before batches), the worker
+with each batch's check, read and delete answered at once (a diagnostic that patches the
+domain in its child process: what receiving, decoding and acking cost alone), and raw
 deletes by one caller, by P threads and pipelined, on min(N, 5,000).
 
 Every step runs in a forked child of its own (bench/worker_steps.py), whose peak RSS is
@@ -35,7 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import Services, console_for, finish, parser, quiet, render, services
-from bench.worker_steps import broker_consume_ack_rate, in_child, kazoo_rate, worker_rate
+from bench.worker_steps import (
+    broker_consume_ack_rate,
+    in_child,
+    kazoo_rate,
+    worker_rate,
+    worker_receive_rate,
+)
 from deletion.domain.topics import NamespaceName
 
 TARGET_RATIO = 0.5
@@ -50,10 +58,10 @@ class Steps:
         self._svc, self._topics, self._parallelism = svc, topics, parallelism
         self._fresh = itertools.count()
 
-    def worker(self, count: int, batch_size: int) -> dict[str, Any]:
+    def worker(self, count: int, batch_size: int, receive_only: bool = False) -> dict[str, Any]:
         chroot = f"/bench-worker-{next(self._fresh)}"
         args = (self._svc, chroot, count, self._topics, self._parallelism, batch_size)
-        return in_child(worker_rate, *args)
+        return in_child(worker_receive_rate if receive_only else worker_rate, *args)
 
     def kazoo(self, way: str, count: int) -> dict[str, Any]:
         chroot = f"/raw-{way}-{next(self._fresh)}"
@@ -86,6 +94,7 @@ def run(
         measured = [steps.round(count, batch_size) for _ in range(rounds)]
         once = min(count, ONCE)
         one_at_a_time = steps.worker(once, 1)
+        receive_only = steps.worker(once, batch_size, receive_only=True)
         raw = {way: steps.kazoo(way, once) for way in ("sync", "threads", "async")}
     best = {name: _best([r[name] for r in measured]) for name in ("worker", *PAIRS, "broker")}
     limit = max(best[way]["per_second"] for way in PAIRS)
@@ -98,11 +107,17 @@ def run(
         "topics": topics,
         "parallelism": parallelism,
         "batch_size": batch_size,
-        "figures": {**best, "worker_one_at_a_time": one_at_a_time, **raw},
+        "figures": {
+            **best,
+            "worker_one_at_a_time": one_at_a_time,
+            "worker_receive_only": receive_only,
+            **raw,
+        },
         "once_count": once,
         "worker_per_second": worker,
         "worker_outcomes": best["worker"]["outcomes"],
         "worker_one_at_a_time_per_second": one_at_a_time["per_second"],
+        "worker_receive_only_per_second": receive_only["per_second"],
         "raw_kazoo_delete_per_second": raw["sync"]["per_second"],
         "raw_kazoo_delete_threads_per_second": raw["threads"]["per_second"],
         "raw_kazoo_delete_pipelined_per_second": raw["async"]["per_second"],
@@ -164,6 +179,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ]
     compared = [
         ("worker: one message at a time (batch size 1)", "worker_one_at_a_time"),
+        (
+            "worker, check/read/delete answered at once (diagnostic: receive, decode, ack)",
+            "worker_receive_only",
+        ),
         ("raw kazoo delete, 1 caller", "sync"),
         (f"raw kazoo delete, {p} threads", "threads"),
         ("raw kazoo delete, pipelined", "async"),

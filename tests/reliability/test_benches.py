@@ -17,6 +17,7 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "batch_size": int,
         "worker_per_second": float,
         "worker_one_at_a_time_per_second": float,
+        "worker_receive_only_per_second": float,
         "worker_outcomes": dict,
         "correct": bool,
         "raw_kazoo_delete_per_second": float,
@@ -78,6 +79,8 @@ def test_bench_quick_json(bench: str) -> None:
     if bench == "worker_throughput":
         assert figures["correct"] and figures["worker_outcomes"]["deleted"] == figures["count"]
         assert all(figure["peak_rss_mb"] > 0 for figure in figures["figures"].values())
+        receive_only = figures["figures"]["worker_receive_only"]["outcomes"]
+        assert receive_only["deleted"] == figures["once_count"]
     elif bench == "in_use_lookups":
         assert figures["correct"] and figures["fetches_per_topic_max"] == 1
     else:
