@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import ConnectionLoss
+from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 from kazoo.protocol.serialization import Delete, Transaction
 
 from deletion.adapters.stores.zookeeper_multiread import MultiRead
@@ -77,17 +77,20 @@ def connection_dropped(client: FaultyKazoo, request: Request, send: Send) -> Any
 
 def session_expired(server_hosts: str) -> Fault:
     """Issued; then the session is closed from a second client that joins it, as the server
-    does when a partition outlasts the session time-out. kazoo starts a new session."""
+    does when a partition outlasts the session time-out, and kazoo starts a new session.
+    The request's reply is lost with the session: a reply the server sent before the close
+    (a whole batch is one request, often answered before the close) is not read."""
 
     def fault(client: FaultyKazoo, request: Request, send: Send) -> Any:
         client.wait_connected()
-        reply = send()
+        real, lost = send(), client.handler.async_result()
         session_id, password = client.client_id
         twin = KazooClient(hosts=server_hosts, client_id=(session_id, password))
         twin.start(timeout=15)
         twin.stop()
         twin.close()
-        return reply
+        real.rawlink(lambda _: lost.set_exception(SessionExpiredError()))
+        return lost
 
     return fault
 
