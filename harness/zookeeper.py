@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from kazoo.client import KazooClient
 
@@ -85,3 +86,17 @@ class ZooKeeperServer:
             self.process.terminate()
             self.process.wait(timeout=15)
             self.process = None
+
+
+def spy_requests(client: KazooClient) -> list[str]:
+    """The kind of each request `client` sends from now on (its serialization class name:
+    "MultiRead", "Transaction", "Delete", ...), as it hands them to its connection."""
+    sent: list[str] = []
+    call = client._call
+
+    def spied(request: Any, reply: Any) -> Any:
+        sent.append(type(request).__name__)
+        return call(request, reply)
+
+    client._call = spied
+    return sent

@@ -14,7 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kazoo.client import KazooClient
 
+from config import parse_store_url
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore, connect_client
 from deletion.domain.topics import NamespaceName
 from harness.etcd import EtcdServer, etcd_backend
 from harness.janitor import Backend, JanitorFactory, sqlite_backend, zookeeper_backend
@@ -117,6 +120,33 @@ def namespace() -> NamespaceName:
 @pytest.fixture
 def chroot() -> str:
     return f"/test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def private_zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
+    """A ZooKeeper server of this test's own, for tests that stop it."""
+    server = ZooKeeperServer(tmp_path / "private-zookeeper").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def lost_store(private_zookeeper: ZooKeeperServer) -> Iterator[ZooKeeperMetadataStore]:
+    """A store connected (2 s time-outs) to a private server, which the test stops."""
+    store = ZooKeeperMetadataStore.connect(
+        parse_store_url(f"zk:{private_zookeeper.hosts}"), timeout=2
+    )
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def zk_client(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[KazooClient]:
+    """A started kazoo client in this test's own chroot, as the product connects one."""
+    started = connect_client(zookeeper.hosts, chroot)
+    yield started
+    started.stop()
+    started.close()
 
 
 @pytest.fixture(params=["sqlite", "zookeeper", "etcd"])

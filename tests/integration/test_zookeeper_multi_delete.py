@@ -5,27 +5,20 @@ state is read back with a plain kazoo client."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
 
-from config import parse_store_url
 from core.errors import MetadataError, TransientMetadataError
-from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore, connect_client
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.adapters.stores.zookeeper_multi_delete import DELETES_PER_REQUEST
 from deletion.domain.ports import Deletion
-from harness.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer, spy_requests
 
 
 @pytest.fixture
-def client(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[KazooClient]:
-    started = connect_client(zookeeper.hosts, chroot)
-    yield started
-    started.stop()
-    started.close()
+def client(zk_client: KazooClient) -> KazooClient:
+    return zk_client
 
 
 def _nodes(client: KazooClient, n: int) -> list[str]:
@@ -38,22 +31,9 @@ def _nodes(client: KazooClient, n: int) -> list[str]:
     return paths
 
 
-def _spy(client: KazooClient) -> list[str]:
-    """The kind of each request the client sends from now on."""
-    sent: list[str] = []
-    call = client._call
-
-    def spied(request: Any, reply: Any) -> Any:
-        sent.append(type(request).__name__)
-        return call(request, reply)
-
-    client._call = spied
-    return sent
-
-
 def test_deletes_go_by_multi_requests(client: KazooClient) -> None:
     paths = _nodes(client, DELETES_PER_REQUEST + 500)
-    sent = _spy(client)
+    sent = spy_requests(client)
     outcomes = ZooKeeperMetadataStore(client).delete_many([(path, 0) for path in paths])
     assert outcomes == [Deletion.DELETED] * len(paths)
     assert sent == ["Transaction", "Transaction"]
@@ -62,7 +42,7 @@ def test_deletes_go_by_multi_requests(client: KazooClient) -> None:
 
 def test_a_lone_delete_is_its_own_request(client: KazooClient) -> None:
     (path,) = _nodes(client, 1)
-    sent = _spy(client)
+    sent = spy_requests(client)
     assert ZooKeeperMetadataStore(client).delete_many([(path, 0)]) == [Deletion.DELETED]
     assert sent == ["Delete"]
 
@@ -75,7 +55,7 @@ def test_one_gone_and_one_changed_fail_the_multi_and_the_rest_go_one_by_one(
     paths = _nodes(client, 10)
     client.delete(paths[4])
     client.set(paths[7], b"changed")
-    sent = _spy(client)
+    sent = spy_requests(client)
     outcomes = ZooKeeperMetadataStore(client).delete_many([(path, 0) for path in paths])
     expected = [Deletion.DELETED] * 10
     expected[4], expected[7] = Deletion.GONE, Deletion.CHANGED
@@ -91,7 +71,7 @@ def test_the_delete_that_failed_the_multi_is_final(client: KazooClient, failing:
         client.delete(paths[2])
     else:
         client.set(paths[2], b"changed")
-    sent = _spy(client)
+    sent = spy_requests(client)
     outcomes = ZooKeeperMetadataStore(client).delete_many([(path, 0) for path in paths])
     ended = Deletion.GONE if failing == "gone" else Deletion.CHANGED
     assert outcomes == [Deletion.DELETED] * 2 + [ended] + [Deletion.DELETED] * 2
@@ -112,21 +92,17 @@ def test_a_node_with_children_fails_the_batch_naming_it_and_the_others_are_delet
 
 def test_a_refused_path_fails_the_batch_before_anything_is_sent(client: KazooClient) -> None:
     paths = _nodes(client, 3)
-    sent = _spy(client)
+    sent = spy_requests(client)
     with pytest.raises(MetadataError, match=re.escape("/d/../x")):
         ZooKeeperMetadataStore(client).delete_many([(paths[0], 0), ("/d/../x", 0)])
     assert sent == []
     assert len(client.get_children("/d")) == 3
 
 
-def test_a_lost_server_fails_the_batch_as_transient(tmp_path: Path) -> None:
-    server = ZooKeeperServer(tmp_path / "zookeeper").start()
-    try:
-        store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{server.hosts}"), timeout=2)
-        paths = _nodes(store.client, 20)
-        server.stop()
-        with pytest.raises(TransientMetadataError, match="ZooKeeper unavailable at /d/00000"):
-            store.delete_many([(path, 0) for path in paths])
-        store.close()
-    finally:
-        server.stop()
+def test_a_lost_server_fails_the_batch_as_transient(
+    private_zookeeper: ZooKeeperServer, lost_store: ZooKeeperMetadataStore
+) -> None:
+    paths = _nodes(lost_store.client, 20)
+    private_zookeeper.stop()
+    with pytest.raises(TransientMetadataError, match="ZooKeeper unavailable at /d/00000"):
+        lost_store.delete_many([(path, 0) for path in paths])

@@ -6,27 +6,21 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 
-from config import parse_store_url
 from core.errors import MetadataError, TransientMetadataError
-from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore, connect_client
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.adapters.stores.zookeeper_multiread import OPS_PER_REQUEST, MultiRead
 from deletion.adapters.stores.zookeeper_select import FD_SETSIZE, SelectHandler
-from harness.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer, spy_requests
 
 
 @pytest.fixture
-def client(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[KazooClient]:
-    started = connect_client(zookeeper.hosts, chroot)
-    yield started
-    started.stop()
-    started.close()
+def client(zk_client: KazooClient) -> KazooClient:
+    return zk_client
 
 
 def _store(client: KazooClient, window: int) -> ZooKeeperMetadataStore:
@@ -65,14 +59,7 @@ def test_the_window_bounds_the_reads_in_flight(client: KazooClient) -> None:
 
 def test_reads_go_by_multiread_requests(client: KazooClient) -> None:
     paths = _nodes(client, 1000)
-    sent: list[str] = []
-    call = client._call
-
-    def spied(request: Any, reply: Any) -> Any:
-        sent.append(type(request).__name__)
-        return call(request, reply)
-
-    client._call = spied
+    sent = spy_requests(client)
     nodes = list(_store(client, 2000).get_stream((path, path) for path in paths))
     assert [node.data if node else None for _, node in nodes] == [p.encode() for p in paths]
     assert sent == ["MultiRead"] * (1000 // OPS_PER_REQUEST)
@@ -119,35 +106,25 @@ def test_an_unreadable_node_ends_the_stream_naming_it(client: KazooClient) -> No
     assert seen == paths[:10]
 
 
-def test_a_server_lost_mid_stream_is_transient(tmp_path: Path) -> None:
-    server = ZooKeeperServer(tmp_path / "zookeeper").start()
-    try:
-        store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{server.hosts}"), timeout=2)
-        paths = _nodes(store.client, 2000)
-        stream = store.get_stream((path, path) for path in paths)
-        next(stream)
-        server.stop()
-        with pytest.raises(TransientMetadataError, match="ZooKeeper unavailable"):
-            list(stream)
-        store.close()
-    finally:
-        server.stop()
+def test_a_server_lost_mid_stream_is_transient(
+    private_zookeeper: ZooKeeperServer, lost_store: ZooKeeperMetadataStore
+) -> None:
+    paths = _nodes(lost_store.client, 2000)
+    stream = lost_store.get_stream((path, path) for path in paths)
+    next(stream)
+    private_zookeeper.stop()
+    with pytest.raises(TransientMetadataError, match="ZooKeeper unavailable"):
+        list(stream)
 
 
 def test_a_server_lost_before_the_first_request_is_transient_not_unsupported(
-    tmp_path: Path,
+    private_zookeeper: ZooKeeperServer, lost_store: ZooKeeperMetadataStore
 ) -> None:
-    server = ZooKeeperServer(tmp_path / "zookeeper").start()
-    try:
-        store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{server.hosts}"), timeout=2)
-        paths = _nodes(store.client, 10)
-        server.stop()
-        with pytest.raises(TransientMetadataError, match="ZooKeeper unavailable"):
-            list(store.get_stream((path, path) for path in paths))
-        assert store._multi_reader.supported is None  # asked again on the next stream
-        store.close()
-    finally:
-        server.stop()
+    paths = _nodes(lost_store.client, 10)
+    private_zookeeper.stop()
+    with pytest.raises(TransientMetadataError, match="ZooKeeper unavailable"):
+        list(lost_store.get_stream((path, path) for path in paths))
+    assert lost_store._multi_reader.supported is None  # asked again on the next stream
 
 
 def test_the_handler_waits_past_fd_setsize_as_kazoo_does() -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import structlog
 
-from harness.zookeeper import ZooKeeperServer
 from ledger_janitor import logs
 from ledger_janitor.embedded import EmbeddedBroker
 from tests.reliability.sandbox import Sandbox
@@ -21,13 +20,6 @@ def private_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
     broker = EmbeddedBroker(tmp_path / "private-broker", partitions=4).start()
     yield broker
     broker.stop()
-
-
-@pytest.fixture
-def private_zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(tmp_path / "private-zookeeper").start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

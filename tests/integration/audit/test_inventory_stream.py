@@ -14,7 +14,6 @@ from audit.ledger_scan import ZooKeeperTarget, expand_buckets, scan_buckets, zoo
 from config import parse_store_url
 from core.errors import MetadataError
 from deletion.adapters.opening import StoreSpec
-from deletion.adapters.stores.zookeeper import connect_client
 from deletion.wire import bookkeeper_metadata as bk
 from harness.zookeeper import ZooKeeperServer
 from tests.integration.audit.planting import ledger_metadata
@@ -23,11 +22,8 @@ PULSAR = {"application": b"pulsar"}
 
 
 @pytest.fixture
-def client(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[KazooClient]:
-    started = connect_client(zookeeper.hosts, chroot)
-    yield started
-    started.stop()
-    started.close()
+def client(zk_client: KazooClient) -> KazooClient:
+    return zk_client
 
 
 @pytest.fixture
