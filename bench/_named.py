@@ -126,19 +126,11 @@ NAMED: tuple[NamedMutant, ...] = (
     ),
     NamedMutant(
         "zookeeper",
-        "the delete that failed a multi, changed, reported as gone",
+        "a version conflict in a batch reported as gone",
         "deletion/adapters/stores/zookeeper.py",
         "    if isinstance(error, BadVersionError):\n        return Deletion.CHANGED",
         "    if isinstance(error, BadVersionError):\n        return Deletion.GONE",
         ("tests/integration/test_stores.py", "tests/integration/test_zookeeper_multi_delete.py"),
-    ),
-    NamedMutant(
-        "zookeeper",
-        "a version conflict in a batch reported as gone",
-        "deletion/adapters/stores/zookeeper.py",
-        "    except BadVersionError:\n        return Deletion.CHANGED",
-        "    except BadVersionError:\n        return Deletion.GONE",
-        ("tests/integration/test_stores.py", "tests/integration/test_ledger_storage.py"),
     ),
     NamedMutant(
         "references",

@@ -139,23 +139,24 @@ def _listed(reply: IAsyncResult, timeout: float) -> list[str]:
         return []
 
 
-def _deleted(reply: IAsyncResult, timeout: float) -> Deletion:
-    try:
-        reply.get(timeout=timeout)
-    except NoNodeError:
-        return Deletion.GONE
-    except BadVersionError:
-        return Deletion.CHANGED
-    return Deletion.DELETED
-
-
-def _ended(path: str, error: Exception) -> Deletion | JanitorError:
-    """A failed multi's failing delete: gone or changed, or the error it is."""
+def _ended(error: Exception) -> Deletion | None:
+    """How a delete that failed ended: gone, or changed since read; None for any other error."""
     if isinstance(error, NoNodeError):
         return Deletion.GONE
     if isinstance(error, BadVersionError):
         return Deletion.CHANGED
-    return _translation(path, error)
+    return None
+
+
+def _deleted(reply: IAsyncResult, timeout: float) -> Deletion:
+    try:
+        reply.get(timeout=timeout)
+    except KazooException as exc:
+        ended = _ended(exc)
+        if ended is None:
+            raise
+        return ended
+    return Deletion.DELETED
 
 
 def _settle(
@@ -273,9 +274,9 @@ class ZooKeeperMetadataStore(MetadataStore):
                 outcomes.update(dict.fromkeys(multi.places, Deletion.DELETED))
             elif answer.failed is not None:
                 place, error = answer.failed
-                ended = _ended(paths[place], error)
-                if isinstance(ended, JanitorError):
-                    failure = failure or ended
+                ended = _ended(error)
+                if ended is None:
+                    failure = failure or _translation(paths[place], error)
                 else:
                     outcomes[place] = ended
             again.extend(answer.again)
