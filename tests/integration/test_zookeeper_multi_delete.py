@@ -16,14 +16,9 @@ from deletion.domain.ports import Deletion
 from harness.zookeeper import ZooKeeperServer, spy_requests
 
 
-@pytest.fixture
-def client(zk_client: KazooClient) -> KazooClient:
-    return zk_client
-
-
-def _nodes(client: KazooClient, n: int) -> list[str]:
-    client.ensure_path("/d")
-    transaction = client.transaction()
+def _nodes(zk_client: KazooClient, n: int) -> list[str]:
+    zk_client.ensure_path("/d")
+    transaction = zk_client.transaction()
     paths = [f"/d/{i:05d}" for i in range(n)]
     for path in paths:
         transaction.create(path, b"x")
@@ -31,72 +26,72 @@ def _nodes(client: KazooClient, n: int) -> list[str]:
     return paths
 
 
-def test_deletes_go_by_multi_requests(client: KazooClient) -> None:
-    paths = _nodes(client, DELETES_PER_REQUEST + 500)
-    sent = spy_requests(client)
-    outcomes = ZooKeeperMetadataStore(client).delete_many([(path, 0) for path in paths])
+def test_deletes_go_by_multi_requests(zk_client: KazooClient) -> None:
+    paths = _nodes(zk_client, DELETES_PER_REQUEST + 500)
+    sent = spy_requests(zk_client)
+    outcomes = ZooKeeperMetadataStore(zk_client).delete_many([(path, 0) for path in paths])
     assert outcomes == [Deletion.DELETED] * len(paths)
     assert sent == ["Transaction", "Transaction"]
-    assert client.get_children("/d") == []
+    assert zk_client.get_children("/d") == []
 
 
-def test_a_lone_delete_is_its_own_request(client: KazooClient) -> None:
-    (path,) = _nodes(client, 1)
-    sent = spy_requests(client)
-    assert ZooKeeperMetadataStore(client).delete_many([(path, 0)]) == [Deletion.DELETED]
+def test_a_lone_delete_is_its_own_request(zk_client: KazooClient) -> None:
+    (path,) = _nodes(zk_client, 1)
+    sent = spy_requests(zk_client)
+    assert ZooKeeperMetadataStore(zk_client).delete_many([(path, 0)]) == [Deletion.DELETED]
     assert sent == ["Delete"]
 
 
 def test_one_gone_and_one_changed_fail_the_multi_and_the_rest_go_one_by_one(
-    client: KazooClient,
+    zk_client: KazooClient,
 ) -> None:
     """The gone one fails the multi (none of it applied); the rest go again each on its
     own: the changed one stays, every other is deleted, before and after the gone one."""
-    paths = _nodes(client, 10)
-    client.delete(paths[4])
-    client.set(paths[7], b"changed")
-    sent = spy_requests(client)
-    outcomes = ZooKeeperMetadataStore(client).delete_many([(path, 0) for path in paths])
+    paths = _nodes(zk_client, 10)
+    zk_client.delete(paths[4])
+    zk_client.set(paths[7], b"changed")
+    sent = spy_requests(zk_client)
+    outcomes = ZooKeeperMetadataStore(zk_client).delete_many([(path, 0) for path in paths])
     expected = [Deletion.DELETED] * 10
     expected[4], expected[7] = Deletion.GONE, Deletion.CHANGED
     assert outcomes == expected
     assert sent == ["Transaction"] + ["Delete"] * 9
-    assert client.get_children("/d") == [paths[7].rsplit("/", 1)[1]]
+    assert zk_client.get_children("/d") == [paths[7].rsplit("/", 1)[1]]
 
 
 @pytest.mark.parametrize("failing", ["gone", "changed"])
-def test_the_delete_that_failed_the_multi_is_final(client: KazooClient, failing: str) -> None:
-    paths = _nodes(client, 5)
+def test_the_delete_that_failed_the_multi_is_final(zk_client: KazooClient, failing: str) -> None:
+    paths = _nodes(zk_client, 5)
     if failing == "gone":
-        client.delete(paths[2])
+        zk_client.delete(paths[2])
     else:
-        client.set(paths[2], b"changed")
-    sent = spy_requests(client)
-    outcomes = ZooKeeperMetadataStore(client).delete_many([(path, 0) for path in paths])
+        zk_client.set(paths[2], b"changed")
+    sent = spy_requests(zk_client)
+    outcomes = ZooKeeperMetadataStore(zk_client).delete_many([(path, 0) for path in paths])
     ended = Deletion.GONE if failing == "gone" else Deletion.CHANGED
     assert outcomes == [Deletion.DELETED] * 2 + [ended] + [Deletion.DELETED] * 2
     assert sent == ["Transaction"] + ["Delete"] * 4  # the failing one is not sent again
-    assert client.get_children("/d") == ([] if failing == "gone" else ["00002"])
+    assert zk_client.get_children("/d") == ([] if failing == "gone" else ["00002"])
 
 
 def test_a_node_with_children_fails_the_batch_naming_it_and_the_others_are_deleted(
-    client: KazooClient,
+    zk_client: KazooClient,
 ) -> None:
-    paths = _nodes(client, 6)
-    client.create(f"{paths[2]}/child")
+    paths = _nodes(zk_client, 6)
+    zk_client.create(f"{paths[2]}/child")
     with pytest.raises(MetadataError, match=paths[2]) as info:
-        ZooKeeperMetadataStore(client).delete_many([(path, -1) for path in paths])
+        ZooKeeperMetadataStore(zk_client).delete_many([(path, -1) for path in paths])
     assert "NotEmpty" in str(info.value)
-    assert client.get_children("/d") == [paths[2].rsplit("/", 1)[1]]
+    assert zk_client.get_children("/d") == [paths[2].rsplit("/", 1)[1]]
 
 
-def test_a_refused_path_fails_the_batch_before_anything_is_sent(client: KazooClient) -> None:
-    paths = _nodes(client, 3)
-    sent = spy_requests(client)
+def test_a_refused_path_fails_the_batch_before_anything_is_sent(zk_client: KazooClient) -> None:
+    paths = _nodes(zk_client, 3)
+    sent = spy_requests(zk_client)
     with pytest.raises(MetadataError, match=re.escape("/d/../x")):
-        ZooKeeperMetadataStore(client).delete_many([(paths[0], 0), ("/d/../x", 0)])
+        ZooKeeperMetadataStore(zk_client).delete_many([(paths[0], 0), ("/d/../x", 0)])
     assert sent == []
-    assert len(client.get_children("/d")) == 3
+    assert len(zk_client.get_children("/d")) == 3
 
 
 def test_a_lost_server_fails_the_batch_as_transient(

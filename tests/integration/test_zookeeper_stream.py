@@ -18,28 +18,23 @@ from deletion.adapters.stores.zookeeper_select import FD_SETSIZE, SelectHandler
 from harness.zookeeper import ZooKeeperServer, spy_requests
 
 
-@pytest.fixture
-def client(zk_client: KazooClient) -> KazooClient:
-    return zk_client
+def _store(zk_client: KazooClient, window: int) -> ZooKeeperMetadataStore:
+    return ZooKeeperMetadataStore(zk_client, read_window=window)
 
 
-def _store(client: KazooClient, window: int) -> ZooKeeperMetadataStore:
-    return ZooKeeperMetadataStore(client, read_window=window)
-
-
-def _nodes(client: KazooClient, n: int) -> list[str]:
-    transaction = client.transaction()
+def _nodes(zk_client: KazooClient, n: int) -> list[str]:
+    transaction = zk_client.transaction()
     paths = [f"/n/{i:04d}" for i in range(n)]
-    client.ensure_path("/n")
+    zk_client.ensure_path("/n")
     for path in paths:
         transaction.create(path, path.encode())
     assert not any(isinstance(r, Exception) for r in transaction.commit())
     return paths
 
 
-def test_the_window_bounds_the_reads_in_flight(client: KazooClient) -> None:
+def test_the_window_bounds_the_reads_in_flight(zk_client: KazooClient) -> None:
     """Window 8: multiRead requests of 4 reads, two in flight, after one probing request."""
-    paths = _nodes(client, 40)
+    paths = _nodes(zk_client, 40)
     drawn: list[str] = []
 
     def walk() -> Iterator[tuple[str, str]]:
@@ -48,7 +43,7 @@ def test_the_window_bounds_the_reads_in_flight(client: KazooClient) -> None:
             yield path, path
 
     taken, ahead = 0, []
-    for key, node in _store(client, 8).get_stream(walk()):
+    for key, node in _store(zk_client, 8).get_stream(walk()):
         taken += 1
         ahead.append(len(drawn) - (taken - 1))  # sent, less those answered before this one
         assert node is not None and node.data == key.encode()
@@ -57,23 +52,23 @@ def test_the_window_bounds_the_reads_in_flight(client: KazooClient) -> None:
     assert max(ahead) == 8 and min(ahead[4:32]) == 5  # refilled a request at a time
 
 
-def test_reads_go_by_multiread_requests(client: KazooClient) -> None:
-    paths = _nodes(client, 1000)
-    sent = spy_requests(client)
-    nodes = list(_store(client, 2000).get_stream((path, path) for path in paths))
+def test_reads_go_by_multiread_requests(zk_client: KazooClient) -> None:
+    paths = _nodes(zk_client, 1000)
+    sent = spy_requests(zk_client)
+    nodes = list(_store(zk_client, 2000).get_stream((path, path) for path in paths))
     assert [node.data if node else None for _, node in nodes] == [p.encode() for p in paths]
     assert sent == ["MultiRead"] * (1000 // OPS_PER_REQUEST)
 
 
 def test_a_server_without_multiread_is_read_one_znode_at_a_time(
-    client: KazooClient, monkeypatch: pytest.MonkeyPatch
+    zk_client: KazooClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An opcode this server does not know is answered as ZooKeeper before 3.6 answers
     multiRead: UNIMPLEMENTED, and the connection closed (kazoo reconnects)."""
-    paths = _nodes(client, 500)
-    client.delete(paths[3])
+    paths = _nodes(zk_client, 500)
+    zk_client.delete(paths[3])
     monkeypatch.setattr(MultiRead, "type", 99)
-    store = _store(client, 100)
+    store = _store(zk_client, 100)
     nodes = dict(store.get_stream((path, path) for path in paths))
     assert store._multi_reader.supported is False
     assert nodes[paths[3]] is None
@@ -82,26 +77,26 @@ def test_a_server_without_multiread_is_read_one_znode_at_a_time(
     assert dict(store.get_stream([("again", paths[0])]))["again"] is not None
 
 
-def test_a_node_deleted_while_reads_are_in_flight_is_none(client: KazooClient) -> None:
-    paths = _nodes(client, 300)
-    stream = _store(client, 100).get_stream((path, path) for path in paths)
+def test_a_node_deleted_while_reads_are_in_flight_is_none(zk_client: KazooClient) -> None:
+    paths = _nodes(zk_client, 300)
+    stream = _store(zk_client, 100).get_stream((path, path) for path in paths)
     first, _ = next(stream)  # the first request's 50 reads are answered with this one
     assert first == paths[0]
-    client.delete(paths[10])  # its read is already answered: it existed then
-    client.delete(paths[250])  # listed but not yet read: gone
+    zk_client.delete(paths[10])  # its read is already answered: it existed then
+    zk_client.delete(paths[250])  # listed but not yet read: gone
     answered = {key: node for key, node in stream}
     assert answered[paths[10]] is not None
     assert answered[paths[250]] is None
     assert sum(node is not None for node in answered.values()) == 298
 
 
-def test_an_unreadable_node_ends_the_stream_naming_it(client: KazooClient) -> None:
-    paths = _nodes(client, 20)
-    client.create("/n/0010x", b"", acl=[make_digest_acl("someone-else", "secret", all=True)])
+def test_an_unreadable_node_ends_the_stream_naming_it(zk_client: KazooClient) -> None:
+    paths = _nodes(zk_client, 20)
+    zk_client.create("/n/0010x", b"", acl=[make_digest_acl("someone-else", "secret", all=True)])
     asked = [(p, p) for p in paths[:10]] + [("x", "/n/0010x")] + [(p, p) for p in paths[10:]]
     seen: list[str] = []
     with pytest.raises(MetadataError, match=r"/n/0010x.*NoAuth") as info:
-        seen.extend(key for key, _ in _store(client, 8).get_stream(asked))
+        seen.extend(key for key, _ in _store(zk_client, 8).get_stream(asked))
     assert not isinstance(info.value, TransientMetadataError)
     assert seen == paths[:10]
 

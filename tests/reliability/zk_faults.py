@@ -148,10 +148,9 @@ class _Reply:
     multi's deletes each get the outcome of their own result."""
 
     def __init__(
-        self, real: Any, client: FaultyKazoo, issued: Issued | list[Issued], multi: bool = False
+        self, real: Any, client: FaultyKazoo, issued: list[Issued], multi: bool = False
     ) -> None:
-        self._real, self._client, self._multi = real, client, multi
-        self._issued = issued if isinstance(issued, list) else [issued]
+        self._real, self._client, self._issued, self._multi = real, client, issued, multi
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         self._client._local.index = 0
@@ -250,7 +249,7 @@ class FaultyKazoo(KazooClient):  # type: ignore[misc]
                 issued.outcome = "unread" if sent else "unsent"
             raise
         reply.rawlink(lambda done: _forward(done, async_object))
-        multi = isinstance(request, Transaction)
+        multi = op == "delete"  # a multi's results are per delete; a multiRead's are data
         async_object.get = _Reply(_Awaited(async_object.get), self, ops, multi).get
         return True
 
@@ -276,7 +275,7 @@ class FaultyKazoo(KazooClient):  # type: ignore[misc]
         except BaseException:
             local.index = 0
             raise
-        return _Reply(reply, self, issued)
+        return _Reply(reply, self, [issued])
 
     def burst(self, number: int) -> list[Issued]:
         with self._lock:

@@ -22,21 +22,16 @@ PULSAR = {"application": b"pulsar"}
 
 
 @pytest.fixture
-def client(zk_client: KazooClient) -> KazooClient:
-    return zk_client
-
-
-@pytest.fixture
 def target(zookeeper: ZooKeeperServer, chroot: str) -> ZooKeeperTarget:
     return ZooKeeperTarget(StoreSpec(parse_store_url(f"zk:{zookeeper.hosts}{chroot}")))
 
 
-def plant(client: KazooClient, ledger_ids: list[int]) -> None:
+def plant(zk_client: KazooClient, ledger_ids: list[int]) -> None:
     data = ledger_metadata(PULSAR)
     for parent in sorted({bk.ledger_path(i).rsplit("/", 1)[0] for i in ledger_ids}):
-        client.ensure_path(parent)
+        zk_client.ensure_path(parent)
     for first in range(0, len(ledger_ids), 1000):
-        transaction = client.transaction()
+        transaction = zk_client.transaction()
         for ledger_id in ledger_ids[first : first + 1000]:
             transaction.create(bk.ledger_path(ledger_id), data)
         assert not any(isinstance(r, Exception) for r in transaction.commit())
@@ -52,38 +47,38 @@ def scan_all(target: ZooKeeperTarget) -> Iterator[tuple[int, object, object, obj
 
 
 def test_a_ledger_deleted_after_it_was_listed_is_simply_gone(
-    client: KazooClient, target: ZooKeeperTarget
+    zk_client: KazooClient, target: ZooKeeperTarget
 ) -> None:
     ids = list(range(5000))
-    plant(client, ids)
+    plant(zk_client, ids)
     rows = scan_all(target)
     first = next(rows)  # listed the whole bucket; some reads in flight, most not yet sent
-    client.delete(bk.ledger_path(4900))
+    zk_client.delete(bk.ledger_path(4900))
     rest = [row[0] for row in rows]
     assert first[0] == 0
     assert sorted([first[0], *rest]) == [i for i in ids if i != 4900]
 
 
 def test_a_wide_sparse_tree_of_both_layouts_is_read_whole(
-    client: KazooClient, target: ZooKeeperTarget
+    zk_client: KazooClient, target: ZooKeeperTarget
 ) -> None:
     """More leaf parents than one round trip of listings, and long ids beside short ones."""
     short = [i * 10_000 + 7 for i in range(60)]  # one ledger per 2-4-4 leaf parent
     long = [2**40 + i * 10_000 for i in range(25)]  # one per 3-4-4-4-4 leaf parent
-    plant(client, short + long)
-    client.create("/ledgers/LAYOUT", b"2\nhierarchical")
-    client.create("/ledgers/00/0000/L12x4", b"not a ledger name")
+    plant(zk_client, short + long)
+    zk_client.create("/ledgers/LAYOUT", b"2\nhierarchical")
+    zk_client.create("/ledgers/00/0000/L12x4", b"not a ledger name")
     assert sorted(row[0] for row in scan_all(target)) == short + long
 
 
 def test_an_unreadable_ledger_aborts_the_scan(
-    spark: SparkSession, client: KazooClient, target: ZooKeeperTarget
+    spark: SparkSession, zk_client: KazooClient, target: ZooKeeperTarget
 ) -> None:
-    plant(client, list(range(100)))
+    plant(zk_client, list(range(100)))
     other = make_digest_acl("someone-else", "secret", all=True)
     unreadable = bk.ledger_path(50_000)
-    client.ensure_path(unreadable.rsplit("/", 1)[0])  # listed, then read: the read is refused
-    client.create(unreadable, ledger_metadata(PULSAR), acl=[other])
+    zk_client.ensure_path(unreadable.rsplit("/", 1)[0])  # listed, then read: the read is refused
+    zk_client.create(unreadable, ledger_metadata(PULSAR), acl=[other])
     with pytest.raises(MetadataError, match=r"/ledgers/00/0005/L0000.*NoAuth"):
         list(scan_all(target))
     with pytest.raises(Exception, match="NoAuth"):  # on the executors, as Spark reports it
