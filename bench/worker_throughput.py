@@ -17,13 +17,18 @@ warm), R rounds each measure, on the same count N and in this order:
    deletes, all or none), and again with the reads in multiRead requests of 200 too (the
    way the worker sends them, and the fastest ZooKeeper offers);
 3. the raw broker consume-and-ack rate: N messages of the same size on the same kind of
-   subscription (Shared, partitioned deletion and retry topics, one listener thread).
+   subscription (Shared, partitioned deletion and retry topics, one listener thread);
+4. the whole work by a bare loop with none of the product's checks (`raw_work_rate`:
+   receive a batch, one multiRead, one multi delete, ack; pipelined, two consumers a
+   namespace), on the same seeding as the worker: what this work reaches on this machine,
+   where the broker, ZooKeeper and the client share the cores.
 Each figure is the best of its R rounds; the limit is the fastest of the three raw pair runs
-(the best raw rate of the same work), or consume-and-ack if that is slower. Once, for
-comparison: the worker one message at a time (B=1, the design before batches), the worker
-with each batch's check, read and delete answered at once (a diagnostic that patches the
-domain in its child process: what receiving, decoding and acking cost alone), and raw
-deletes by one caller, by P threads and pipelined, on min(N, 5,000).
+(the best raw rate of the same work), or consume-and-ack if that is slower. The bare loop's
+share of that limit is printed beside the worker's, and the worker's share of the bare loop.
+Once, for comparison: the worker with each batch's check, read and delete answered at once, on N (a
+diagnostic that patches the domain in its child process: what receiving, decoding and
+acking cost alone); the worker one message at a time (B=1, the design before batches) and
+raw deletes by one caller, by P threads and pipelined, on min(N, 5,000).
 
 Every step runs in a forked child of its own (bench/worker_steps.py), whose peak RSS is
 printed beside its figure. Target: the worker reaches at least half the limit. `--quick`
@@ -41,6 +46,7 @@ from bench.worker_steps import (
     broker_consume_ack_rate,
     in_child,
     kazoo_rate,
+    raw_work_rate,
     worker_rate,
     worker_receive_rate,
 )
@@ -63,6 +69,10 @@ class Steps:
         args = (self._svc, chroot, count, self._topics, self._parallelism, batch_size)
         return in_child(worker_receive_rate if receive_only else worker_rate, *args)
 
+    def raw_work(self, count: int, batch_size: int) -> dict[str, Any]:
+        chroot = f"/raw-work-{next(self._fresh)}"
+        return in_child(raw_work_rate, self._svc, chroot, count, self._topics, batch_size)
+
     def kazoo(self, way: str, count: int) -> dict[str, Any]:
         chroot = f"/raw-{way}-{next(self._fresh)}"
         return in_child(kazoo_rate, self._svc, way, chroot, count, self._parallelism)
@@ -76,6 +86,7 @@ class Steps:
             "worker": self.worker(count, batch_size),
             **{way: self.kazoo(way, count) for way in PAIRS},
             "broker": self.broker(count),
+            "work": self.raw_work(count, batch_size),
         }
 
 
@@ -94,9 +105,10 @@ def run(
         measured = [steps.round(count, batch_size) for _ in range(rounds)]
         once = min(count, ONCE)
         one_at_a_time = steps.worker(once, 1)
-        receive_only = steps.worker(once, batch_size, receive_only=True)
+        receive_only = steps.worker(count, batch_size, receive_only=True)
         raw = {way: steps.kazoo(way, once) for way in ("sync", "threads", "async")}
-    best = {name: _best([r[name] for r in measured]) for name in ("worker", *PAIRS, "broker")}
+    names = ("worker", *PAIRS, "broker", "work")
+    best = {name: _best([r[name] for r in measured]) for name in names}
     limit = max(best[way]["per_second"] for way in PAIRS)
     slower = min(limit, best["broker"]["per_second"])
     worker = best["worker"]["per_second"]
@@ -125,6 +137,9 @@ def run(
         "raw_kazoo_read_delete_pairs_multi_per_second": best["pairs-multi"]["per_second"],
         "raw_kazoo_read_delete_pairs_multiread_per_second": best["pairs-multiread"]["per_second"],
         "raw_broker_consume_ack_per_second": best["broker"]["per_second"],
+        "raw_whole_work_per_second": best["work"]["per_second"],
+        "ratio_to_raw_whole_work": worker / best["work"]["per_second"],
+        "raw_whole_work_ratio_to_slower_raw": best["work"]["per_second"] / slower,
         "correct": all(r["worker"]["correct"] for r in measured) and one_at_a_time["correct"],
         "limit_per_second": limit,
         "slower_raw_per_second": slower,
@@ -176,13 +191,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "pairs-multiread",
         ),
         ("raw broker consume-and-ack", "broker"),
+        ("raw whole work, no product code: receive, multiRead, multi delete, ack", "work"),
+        (
+            "worker, check/read/delete answered at once (diagnostic, once: receive, decode, ack)",
+            "worker_receive_only",
+        ),
     ]
     compared = [
         ("worker: one message at a time (batch size 1)", "worker_one_at_a_time"),
-        (
-            "worker, check/read/delete answered at once (diagnostic: receive, decode, ack)",
-            "worker_receive_only",
-        ),
         ("raw kazoo delete, 1 caller", "sync"),
         (f"raw kazoo delete, {p} threads", "threads"),
         ("raw kazoo delete, pipelined", "async"),
@@ -204,7 +220,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"worker / min(best raw read+delete pairs, consume-and-ack) = "
         f"{result['ratio_to_slower_raw']:.2f} (target >= {TARGET_RATIO}: {verdict}); "
         f"per round {rounds_text}; against pairs with deletes sent one by one "
-        f"{result['ratio_to_pairs_sent_one_by_one']:.2f}. Outcomes {result['worker_outcomes']}; "
+        f"{result['ratio_to_pairs_sent_one_by_one']:.2f}. The same whole work by a bare loop "
+        f"reaches {result['raw_whole_work_ratio_to_slower_raw']:.2f} of that limit here; the "
+        f"worker reaches {result['ratio_to_raw_whole_work']:.2f} of the bare loop. "
+        f"Outcomes {result['worker_outcomes']}; "
         f"exactly the released ledgers deleted: {result['correct']}. Peak RSS is that of the "
         "step's own child process (worker or raw client), not of ZooKeeper or the broker."
     )

@@ -117,8 +117,8 @@ class WorkerMetrics(Observer):
     def watch_cache(self, cache: InUseLedgersCache) -> None:
         self._caches.caches.append(cache)
 
-    def on_received(self, namespace: NamespaceName) -> None:
-        self._child(self._received, self._label(namespace)).inc()
+    def on_received(self, namespace: NamespaceName, count: int = 1) -> None:
+        self._child(self._received, self._label(namespace)).inc(count)
 
     def on_held_early(self, namespace: NamespaceName) -> None:
         self._child(self._held_early, self._label(namespace)).inc()

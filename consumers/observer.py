@@ -15,8 +15,8 @@ class Observer:
     """Hooks are called from the worker's threads, concurrently: an observer that keeps
     state guards it."""
 
-    def on_received(self, namespace: NamespaceName) -> None:
-        """A message arrived."""
+    def on_received(self, namespace: NamespaceName, count: int = 1) -> None:
+        """`count` messages arrived (told once a received batch)."""
 
     def on_held_early(self, namespace: NamespaceName) -> None:
         """It arrived before its due time: held back, or handed back if the gate is full."""
@@ -37,9 +37,9 @@ class Observers(Observer):
     def __init__(self, observers: Iterable[Observer]) -> None:
         self._observers = tuple(observers)
 
-    def on_received(self, namespace: NamespaceName) -> None:
+    def on_received(self, namespace: NamespaceName, count: int = 1) -> None:
         for observer in self._observers:
-            observer.on_received(namespace)
+            observer.on_received(namespace, count)
 
     def on_held_early(self, namespace: NamespaceName) -> None:
         for observer in self._observers:
@@ -68,9 +68,9 @@ class WorkerStats(Observer):
         self.handed_back = 0
         self.outcomes: dict[str, int] = {}
 
-    def on_received(self, namespace: NamespaceName) -> None:
+    def on_received(self, namespace: NamespaceName, count: int = 1) -> None:
         with self._lock:
-            self.received += 1
+            self.received += count
 
     def on_held_early(self, namespace: NamespaceName) -> None:
         with self._lock:

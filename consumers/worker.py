@@ -1,14 +1,23 @@
-"""The phase-two worker: a Shared subscription per namespace; due messages are queued, and
-a fixed set of handler threads each takes what is waiting (up to a batch) and handles it
-as one batch: under load, batches fill up; when idle, a message is handled on its own."""
+"""The phase-two worker: a Shared subscription per namespace, each with a thread that
+receives a batch at a time (whatever is waiting, up to a batch) and queues what is due as
+one batch; a fixed set of handler threads each takes a batch and handles it: under load,
+batches fill up; when idle, a message is handled on its own.
+
+Receiving by batch, not by message listener: a listener crosses from the client's own
+thread into Python for each message and hands it to a handler thread, and that hand-off,
+paid once a message rather than once a batch, cost more than all the rest of receiving,
+decoding and acking (a loop doing only those on 20,000 messages: 27,000/s through a
+listener and a queue, 47,000/s by batch)."""
 
 from __future__ import annotations
 
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pulsar
@@ -23,7 +32,8 @@ from deletion.domain.topics import SUBSCRIPTION, NamespaceName
 from transport.schema import subscribe
 
 log = structlog.get_logger(__name__)
-# How often idle threads look up from their queue to see whether the worker is stopping.
+# How often idle threads look up from their queue to see whether the worker is stopping; a
+# receive returns after this long with what it has, so also how long a lone message waits.
 POLL_SECONDS = 0.2
 
 
@@ -56,24 +66,23 @@ class DeletionWorker:
         self._observer = Observers([self.stats, *observers])
         self._consumers: dict[NamespaceName, Any] = {}
         self._gate: EarlyDeliveryGate[Arrival] = EarlyDeliveryGate(settings.max_held_early)
-        # Bounded: a full queue blocks the listener, and so the broker's deliveries.
-        self._due: queue.Queue[Arrival] = queue.Queue(settings.parallelism * settings.batch_size)
+        # Bounded: a full queue stops the receiving, and so the broker's deliveries.
+        self._due: queue.Queue[list[Arrival]] = queue.Queue(settings.parallelism)
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
         self.refresh_subscriptions()
-        handlers = [
-            (self._handle_batches, f"deletion-{i}") for i in range(self._settings.parallelism)
-        ]
-        for target, name in (
-            *handlers,
-            (self._release_due, "early-gate"),
-            (self._refresh_loop, "subscriptions"),
-        ):
-            thread = threading.Thread(target=target, name=name, daemon=True)
-            thread.start()
+        for i in range(self._settings.parallelism):
+            self._start_thread(self._handle_batches, f"deletion-{i}")
+        self._start_thread(self._release_due, "early-gate")
+        self._start_thread(self._refresh_loop, "subscriptions")
+
+    def _start_thread(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        with self._lock:
             self._threads.append(thread)
 
     @property
@@ -81,7 +90,8 @@ class DeletionWorker:
         return self._client
 
     def live(self) -> tuple[bool, str]:
-        alive = all(thread.is_alive() for thread in self._threads)
+        with self._lock:
+            alive = all(thread.is_alive() for thread in self._threads)
         if self._stopping.is_set() or not alive:
             return False, "stopping" if self._stopping.is_set() else "a worker thread died"
         return True, f"{len(self._threads)} threads alive"
@@ -106,17 +116,26 @@ class DeletionWorker:
             with self._lock:
                 if namespace in self._consumers or self._stopping.is_set():
                     continue
-                self._consumers[namespace] = subscribe(
-                    self._client,
-                    [namespace.deletion_topic, namespace.retry_topic],
-                    SUBSCRIPTION,
-                    consumer_type=pulsar.ConsumerType.Shared,
-                    message_listener=self._on_message,
-                    receiver_queue_size=self._settings.receiver_queue_size,
-                    negative_ack_redelivery_delay_ms=self._settings.nack_delay_ms,
-                    initial_position=pulsar.InitialPosition.Earliest,
-                )
+                consumer = self._consumers[namespace] = self._subscribe(namespace)
+            self._start_thread(partial(self._receive, consumer), f"receive-{namespace}")
             log.info("subscribed", topic=namespace.deletion_topic, subscription=SUBSCRIPTION)
+
+    def _subscribe(self, namespace: NamespaceName) -> Any:
+        settings = self._settings
+        return subscribe(
+            self._client,
+            [namespace.deletion_topic, namespace.retry_topic],
+            SUBSCRIPTION,
+            consumer_type=pulsar.ConsumerType.Shared,
+            # A batch is taken from what was prefetched (the client caps it there, and says
+            # so on the console): room for one whole batch at least.
+            receiver_queue_size=max(settings.receiver_queue_size, settings.batch_size),
+            batch_receive_policy=pulsar.ConsumerBatchReceivePolicy(
+                settings.batch_size, -1, int(POLL_SECONDS * 1000)
+            ),
+            negative_ack_redelivery_delay_ms=settings.nack_delay_ms,
+            initial_position=pulsar.InitialPosition.Earliest,
+        )
 
     def _refresh_loop(self) -> None:
         while not self._stopping.wait(self._settings.refresh_interval_seconds):
@@ -125,44 +144,52 @@ class DeletionWorker:
             except (JanitorError, pulsar.PulsarException) as exc:
                 log.warning("could not refresh deletion subscriptions", error=str(exc))
 
-    def _on_message(self, consumer: Any, received: Any) -> None:
-        if self._stopping.is_set():
-            return  # left unacked: the broker redelivers it once we close
-        arrival = self._handler.arrival(consumer, received)
-        self._observer.on_received(arrival.namespace)
-        if arrival.due > self._clock():
+    def _receive(self, consumer: Any) -> None:
+        """Receive a batch at a time until stopping; what arrives once stopping is left
+        unacked, and the broker redelivers it once we close."""
+        while not self._stopping.is_set():
+            try:
+                received = consumer.batch_receive()
+            except pulsar.AlreadyClosed:
+                return
+            except pulsar.PulsarException as exc:
+                log.warning("receiving failed; receiving again", error=str(exc))
+                self._stopping.wait(POLL_SECONDS)
+                continue
+            if received and not self._stopping.is_set():
+                self._dispatch(self._arrived(consumer, received))
+
+    def _arrived(self, consumer: Any, received: list[Any]) -> list[Arrival]:
+        """What is due now; the rest is held until due, or handed back if the gate is full."""
+        arrivals = [self._handler.arrival(consumer, message) for message in received]
+        for namespace, count in Counter(arrival.namespace for arrival in arrivals).items():
+            self._observer.on_received(namespace, count)
+        due = []
+        now = self._clock()
+        for arrival in arrivals:
+            if arrival.due <= now:
+                due.append(arrival)
+                continue
             self._observer.on_held_early(arrival.namespace)
             if not self._gate.hold(arrival.due, arrival):
                 self._hand_back(arrival)
-            return
-        self._dispatch(arrival)
+        return due
 
-    def _dispatch(self, arrival: Arrival) -> None:
-        while not self._stopping.is_set():  # once stopping, it is left unacked
+    def _dispatch(self, batch: list[Arrival]) -> None:
+        while batch and not self._stopping.is_set():  # once stopping, it is left unacked
             try:
-                self._due.put(arrival, timeout=POLL_SECONDS)
+                self._due.put(batch, timeout=POLL_SECONDS)
                 return
             except queue.Full:
                 continue
 
     def _handle_batches(self) -> None:
         while not self._stopping.is_set():
-            batch = self._next_batch()
-            if batch:
-                self._process(batch)
-
-    def _next_batch(self) -> list[Arrival]:
-        """What is waiting, up to a batch; waits a moment for the first only."""
-        try:
-            batch = [self._due.get(timeout=POLL_SECONDS)]
-        except queue.Empty:
-            return []
-        while len(batch) < self._settings.batch_size:
             try:
-                batch.append(self._due.get_nowait())
+                batch = self._due.get(timeout=POLL_SECONDS)
             except queue.Empty:
-                break
-        return batch
+                continue
+            self._process(batch)
 
     def _process(self, batch: Sequence[Arrival]) -> None:
         started = time.monotonic()
@@ -196,14 +223,18 @@ class DeletionWorker:
     def _release_due(self) -> None:
         while not self._stopping.is_set():
             self._gate.wait_next(self._clock, max_wait=0.5)
-            for arrival in self._gate.pop_due(self._clock()):
-                self._dispatch(arrival)
+            due = self._gate.pop_due(self._clock())
+            size = self._settings.batch_size
+            for start in range(0, len(due), size):
+                self._dispatch(due[start : start + size])
 
     def stop(self, timeout: float = 30.0) -> None:
         """Finish in-flight messages, leave the rest unacked for redelivery, then close."""
         self._stopping.set()
         held = self._gate.close()
-        for thread in self._threads:
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:  # receivers return within POLL_SECONDS, before the close
             thread.join(timeout)
         with self._lock:
             consumers = list(self._consumers.values())

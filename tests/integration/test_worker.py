@@ -38,6 +38,27 @@ def test_worker_subscribes_to_a_namespace_registered_after_it_started(
     assert namespace in worker.subscribed
 
 
+def test_a_namespace_is_received_by_a_thread_of_its_own_and_stop_ends_every_thread(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    before = set(threading.enumerate())
+    recorder = Recorder()
+    worker = janitor.worker(recorder)
+    seeder = TopicSeeder(janitor.backend.metadata, janitor.backend.factory)
+    seeded = seeder.seed(TopicName(namespace, "threads"), ledgers=2)
+    target = seeded.ledgers[0]
+    janitor.sidecar().phase_one.enqueue_then_commit(
+        [pending(seeded.topic, target)], lambda: seeder.release(seeded, [target])
+    )
+    recorder.wait_for(lambda rs: recorder.of(target) == [Outcome.DELETED])
+    names = ("receive-", "deletion-", "early-gate", "subscriptions")  # not kazoo's own
+    started = [t for t in set(threading.enumerate()) - before if t.name.startswith(names)]
+    assert f"receive-{namespace}" in {thread.name for thread in started}
+    assert len(started) >= 4  # a receiver, a handler, the early gate, the subscriber
+    worker.stop(timeout=5)
+    assert not [thread.name for thread in started if thread.is_alive()]
+
+
 class GatedStorage(LedgerStorage):
     """Blocks every batch of deletes until released, counting how many run at once."""
 
@@ -113,8 +134,9 @@ def test_parallelism_bounds_concurrent_batches(
 def test_a_backlog_is_handled_in_batches_of_at_most_the_batch_size(
     janitor: JanitorFactory, namespace: NamespaceName
 ) -> None:
-    """While the only handler is blocked, the due messages wait in its queue; released, it
-    takes them as one batch (one multiRead, one multi of deletes), never more."""
+    """While the only handler is blocked, the due messages are received into its queue a
+    batch at a time; released, it handles each batch with one multiRead and one multi of
+    deletes, and no batch is larger than the batch size."""
     gated, recorder, worker = _gated_worker(janitor, namespace, 9, parallelism=1, batch=4)
     worker.start()
     try:

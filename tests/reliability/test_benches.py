@@ -31,6 +31,8 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "raw_kazoo_delete_threads_per_second": float,
         "raw_kazoo_delete_pipelined_per_second": float,
         "raw_broker_consume_ack_per_second": float,
+        "raw_whole_work_per_second": float,
+        "ratio_to_raw_whole_work": float,
         "slower_raw_per_second": float,
         "ratio_to_slower_raw": float,
         "target_met": bool,
@@ -80,7 +82,7 @@ def test_bench_quick_json(bench: str) -> None:
         assert figures["correct"] and figures["worker_outcomes"]["deleted"] == figures["count"]
         assert all(figure["peak_rss_mb"] > 0 for figure in figures["figures"].values())
         receive_only = figures["figures"]["worker_receive_only"]["outcomes"]
-        assert receive_only["deleted"] == figures["once_count"]
+        assert receive_only["deleted"] == figures["count"]
     elif bench == "in_use_lookups":
         assert figures["correct"] and figures["fetches_per_topic_max"] == 1
     else:

@@ -23,8 +23,8 @@ class Named(Observer):
     def __init__(self, name: str, calls: list[tuple[str, object]]) -> None:
         self.name, self.calls = name, calls
 
-    def on_received(self, namespace: NamespaceName) -> None:
-        self.calls.append((self.name, namespace))
+    def on_received(self, namespace: NamespaceName, count: int = 1) -> None:
+        self.calls.extend([(self.name, namespace)] * count)
 
     def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
         self.calls.append((self.name, result.outcome))
@@ -42,8 +42,8 @@ def test_observers_notify_each_in_order_and_default_hooks_do_nothing() -> None:
 
 def test_stats_count_what_the_worker_did() -> None:
     stats = WorkerStats()
-    for _ in range(3):
-        stats.on_received(NS)
+    stats.on_received(NS)
+    stats.on_received(NS, 2)  # a received batch is told once
     stats.on_held_early(NS)
     stats.on_handled(NS, Result(Outcome.DELETED, "", INFO), 0.1)
     stats.on_handled(NS, Result(Outcome.RECONSUMED, "", INFO), 0.1)
@@ -64,10 +64,11 @@ def test_metrics_label_namespaces_up_to_a_bound_then_other() -> None:
     metrics = WorkerMetrics(registry, max_namespaces=1)
     for namespace in (NS, ELSEWHERE, NS):
         metrics.on_received(namespace)
+    metrics.on_received(NS, 3)  # a received batch of three
     metrics.on_held_early(ELSEWHERE)
     metrics.on_handed_back(NS, archived=True)
     received = "ledger_janitor_messages_received_total"
-    assert registry.get_sample_value(received, {"namespace": str(NS)}) == 2
+    assert registry.get_sample_value(received, {"namespace": str(NS)}) == 5
     assert registry.get_sample_value(received, {"namespace": "other"}) == 1
     held = "ledger_janitor_early_deliveries_held_total"
     assert registry.get_sample_value(held, {"namespace": "other"}) == 1
