@@ -22,12 +22,8 @@ from ledger_janitor.seeding import TopicSeeder, pending
 from producers import ProducerPool
 
 
-def test_worker_subscribes_to_a_namespace_registered_after_it_started(
-    janitor: JanitorFactory, namespace: NamespaceName
-) -> None:
-    recorder = Recorder()
-    worker = janitor.worker(recorder)
-    assert namespace not in worker.subscribed
+def _one_deleted(janitor: JanitorFactory, namespace: NamespaceName, recorder: Recorder) -> None:
+    """A ledger of a new topic in `namespace` enqueued, released, and then deleted."""
     seeder = TopicSeeder(janitor.backend.metadata, janitor.backend.factory)
     seeded = seeder.seed(TopicName(namespace, "late"), ledgers=2)
     target = seeded.ledgers[0]
@@ -35,6 +31,15 @@ def test_worker_subscribes_to_a_namespace_registered_after_it_started(
         [pending(seeded.topic, target)], lambda: seeder.release(seeded, [target])
     )
     recorder.wait_for(lambda rs: recorder.of(target) == [Outcome.DELETED])
+
+
+def test_worker_subscribes_to_a_namespace_registered_after_it_started(
+    janitor: JanitorFactory, namespace: NamespaceName
+) -> None:
+    recorder = Recorder()
+    worker = janitor.worker(recorder)
+    assert namespace not in worker.subscribed
+    _one_deleted(janitor, namespace, recorder)
     assert namespace in worker.subscribed
 
 
@@ -44,13 +49,7 @@ def test_a_namespace_is_received_by_a_thread_of_its_own_and_stop_ends_every_thre
     before = set(threading.enumerate())
     recorder = Recorder()
     worker = janitor.worker(recorder)
-    seeder = TopicSeeder(janitor.backend.metadata, janitor.backend.factory)
-    seeded = seeder.seed(TopicName(namespace, "threads"), ledgers=2)
-    target = seeded.ledgers[0]
-    janitor.sidecar().phase_one.enqueue_then_commit(
-        [pending(seeded.topic, target)], lambda: seeder.release(seeded, [target])
-    )
-    recorder.wait_for(lambda rs: recorder.of(target) == [Outcome.DELETED])
+    _one_deleted(janitor, namespace, recorder)
     names = ("receive-", "deletion-", "early-gate", "subscriptions")  # not kazoo's own
     started = [t for t in set(threading.enumerate()) - before if t.name.startswith(names)]
     assert f"receive-{namespace}" in {thread.name for thread in started}
