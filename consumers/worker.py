@@ -157,7 +157,16 @@ class DeletionWorker:
                 self._stopping.wait(POLL_SECONDS)
                 continue
             if received and not self._stopping.is_set():
-                self._dispatch(self._arrived(consumer, received))
+                self._dispatch(self._arrivals_of(consumer, received))
+
+    def _arrivals_of(self, consumer: Any, received: list[Any]) -> list[Arrival]:
+        try:
+            return self._arrived(consumer, received)
+        except Exception:  # a bug, not an outcome: the receiving goes on, the batch goes back
+            log.exception("receiving a batch failed; handing it back", size=len(received))
+            for message in received:
+                consumer.negative_acknowledge(message)
+            return []
 
     def _arrived(self, consumer: Any, received: list[Any]) -> list[Arrival]:
         """What is due now; the rest is held until due, or handed back if the gate is full."""

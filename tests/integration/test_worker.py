@@ -7,9 +7,12 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pulsar
+import pytest
 
+from consumers.handler import DeletionHandler
 from consumers.worker import DeletionWorker
 from core.clock import EpochSeconds
 from deletion.domain.outcome import Outcome
@@ -56,6 +59,39 @@ def test_a_namespace_is_received_by_a_thread_of_its_own_and_stop_ends_every_thre
     assert len(started) >= 4  # a receiver, a handler, the early gate, the subscriber
     worker.stop(timeout=5)
     assert not [thread.name for thread in started if thread.is_alive()]
+
+
+def test_a_batch_that_fails_on_arrival_goes_back_and_the_receiving_goes_on(
+    janitor: JanitorFactory, namespace: NamespaceName, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug while a received batch is sorted into due and early is the batch's only: it is
+    negatively acked (the broker delivers it again later), and the namespace's receiving
+    thread lives on to receive the next."""
+    arrival = DeletionHandler.arrival
+    failed: list[object] = []
+
+    def fails_once(handler: DeletionHandler, consumer: Any, received: Any) -> Any:
+        if not failed:
+            failed.append(received)
+            raise RuntimeError("a bug on arrival")
+        return arrival(handler, consumer, received)
+
+    monkeypatch.setattr(DeletionHandler, "arrival", fails_once)
+    recorder = Recorder()
+    worker = janitor.worker(recorder)
+    seeder = TopicSeeder(janitor.backend.metadata, janitor.backend.factory)
+    seeded = seeder.seed(TopicName(namespace, "arrivals"), ledgers=3)
+    first, second = seeded.ledgers[:2]
+    phase_one = janitor.sidecar().phase_one
+    phase_one.enqueue_then_commit(
+        [pending(seeded.topic, first)], lambda: seeder.release(seeded, [first])
+    )
+    wait_until(lambda: bool(failed), 30, "the first batch failing on arrival")
+    phase_one.enqueue_then_commit(
+        [pending(seeded.topic, second)], lambda: seeder.release(seeded, [second])
+    )
+    recorder.wait_for(lambda rs: recorder.of(second) == [Outcome.DELETED])
+    assert worker.live()[0], worker.live()
 
 
 class GatedStorage(LedgerStorage):
