@@ -21,6 +21,7 @@ import pulsar
 
 from bench import children
 from bench._common import (
+    Seeded,
     Services,
     create_ledgers,
     enqueue_then_commit,
@@ -40,7 +41,7 @@ from deletion.domain.message_properties import DELAY_TIME
 from deletion.domain.outcome import Outcome, Result
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from deletion.wire import bookkeeper_metadata as bk
-from ledger_janitor.wiring import open_sidecar
+from ledger_janitor.wiring import Sidecar, open_sidecar
 
 WINDOW = 2000  # requests in flight at once in the pipelined raw runs
 MULTI = 1000  # deletes per multi request in the raw run that batches them
@@ -74,10 +75,8 @@ def worker_rate(
     )
     sidecar = open_sidecar(config, client_log=svc.root / "client.log")
     try:
-        client = sidecar.metadata.client  # type: ignore[attr-defined]
-        seeded = seed(client, sidecar.metadata, topics_over(4, topics), count // topics)
+        seeded = _pending_deletions(sidecar, count, topics)
         released = {i for entry in seeded for i in entry.released}
-        enqueue_then_commit(sidecar, seeded)
         counted = Counted(len(released))
         worker = sidecar.worker(observers=[counted], refresh_interval_seconds=1.0)
         started = time.perf_counter()
@@ -95,6 +94,15 @@ def worker_rate(
         }
     finally:
         sidecar.close()
+
+
+def _pending_deletions(sidecar: Sidecar, count: int, topics: int) -> list[Seeded]:
+    """`count` unreferenced ledgers over `topics` topics in 4 namespaces, each enqueued by
+    phase one and dropped by its commit: what the worker and the bare loop both handle."""
+    client = sidecar.metadata.client  # type: ignore[attr-defined]
+    seeded = seed(client, sidecar.metadata, topics_over(4, topics), count // topics)
+    enqueue_then_commit(sidecar, seeded)
+    return seeded
 
 
 def worker_receive_rate(
@@ -122,9 +130,7 @@ def raw_work_rate(svc: Services, chroot: str, count: int, topics: int, batch_siz
     the client share the cores. Timed from the subscribing to the last ack."""
     sidecar = open_sidecar(svc.config(chroot), client_log=svc.root / "client.log")
     try:
-        client = sidecar.metadata.client  # type: ignore[attr-defined]
-        seeded = seed(client, sidecar.metadata, topics_over(4, topics), count // topics)
-        enqueue_then_commit(sidecar, seeded)
+        seeded = _pending_deletions(sidecar, count, topics)
     finally:
         sidecar.close()
     namespaces = sorted({entry.topic.namespace for entry in seeded})
