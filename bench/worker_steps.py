@@ -32,6 +32,8 @@ from bench._common import (
     timed,
     topics_over,
 )
+from bench.cpu import CpuSpan
+from config import ServiceConfiguration
 from consumers.observer import Observer
 from deletion.adapters.stores.zookeeper_multiread import OPS_PER_REQUEST, multi_read_async
 from deletion.domain import message
@@ -68,35 +70,43 @@ def worker_rate(
 ) -> dict[str, Any]:
     """The worker handling `count` enqueued, committed, unreferenced ledgers: timed from
     start() to the last result."""
-    config = svc.config(
-        chroot,
-        ledger_deletion_worker_threads_of_two_phase_deletion=parallelism,
-        ledger_deletion_batch_size_of_two_phase_deletion=batch_size,
+    sidecar = open_sidecar(
+        worker_config(svc, chroot, parallelism, batch_size), client_log=svc.root / "client.log"
     )
-    sidecar = open_sidecar(config, client_log=svc.root / "client.log")
     try:
-        seeded = _pending_deletions(sidecar, count, topics)
+        seeded = seed_pending_deletions(sidecar, count, topics)
         released = {i for entry in seeded for i in entry.released}
         counted = Counted(len(released))
         worker = sidecar.worker(observers=[counted], refresh_interval_seconds=1.0)
-        started = time.perf_counter()
+        span = CpuSpan.start()
         worker.start()
         if not counted.done.wait(600):
             raise RuntimeError(f"the worker did not finish: {worker.stats.summary()}")
-        elapsed = time.perf_counter() - started
+        spent = span.figures(len(released))
         worker.stop()
         left = remaining(sidecar.metadata)
         referenced = set().union(*(entry.referenced() for entry in seeded))
         return {
-            "per_second": len(released) / elapsed,
+            "per_second": len(released) / spent["seconds"],
             "outcomes": worker.stats.summary(),
             "correct": not (left & released) and referenced <= left,
+            **spent,
         }
     finally:
         sidecar.close()
 
 
-def _pending_deletions(sidecar: Sidecar, count: int, topics: int) -> list[Seeded]:
+def worker_config(
+    svc: Services, chroot: str, parallelism: int, batch_size: int
+) -> ServiceConfiguration:
+    return svc.config(
+        chroot,
+        ledger_deletion_worker_threads_of_two_phase_deletion=parallelism,
+        ledger_deletion_batch_size_of_two_phase_deletion=batch_size,
+    )
+
+
+def seed_pending_deletions(sidecar: Sidecar, count: int, topics: int) -> list[Seeded]:
     """`count` unreferenced ledgers over `topics` topics in 4 namespaces, each enqueued by
     phase one and dropped by its commit: what the worker and the bare loop both handle."""
     client = sidecar.metadata.client  # type: ignore[attr-defined]
@@ -120,17 +130,20 @@ def worker_receive_rate(
     return {"per_second": figures["per_second"], "outcomes": figures["outcomes"]}
 
 
-def raw_work_rate(svc: Services, chroot: str, count: int, topics: int, batch_size: int) -> float:
+def raw_work_rate(
+    svc: Services, chroot: str, count: int, topics: int, batch_size: int
+) -> dict[str, float]:
     """The worker's work done by a bare loop, with none of the product's checks, on the same
     seeded ledgers and enqueued messages as `worker_rate`. Two consumers a namespace each
     receive a batch, read the ledger ids out of the records and send one multiRead of their
     znodes; its answer sends one multi deleting them at the versions read, and that one's
     answer acks the messages (kazoo's callbacks), with up to RAW_BATCHES_IN_FLIGHT batches
     in flight: the fastest way found for this work here, where the broker, ZooKeeper and
-    the client share the cores. Timed from the subscribing to the last ack."""
+    the client share the cores. Timed from the subscribing to the last ack, with the CPU
+    that span used."""
     sidecar = open_sidecar(svc.config(chroot), client_log=svc.root / "client.log")
     try:
-        seeded = _pending_deletions(sidecar, count, topics)
+        seeded = seed_pending_deletions(sidecar, count, topics)
     finally:
         sidecar.close()
     namespaces = sorted({entry.topic.namespace for entry in seeded})
@@ -141,7 +154,7 @@ def raw_work_rate(svc: Services, chroot: str, count: int, topics: int, batch_siz
     )
     loop = _BareLoop(zookeeper, sum(len(entry.released) for entry in seeded))
     try:
-        started = time.perf_counter()
+        span = CpuSpan.start()
         for namespace in namespaces * 2:
             consumer = broker.subscribe(
                 [namespace.deletion_topic, namespace.retry_topic],
@@ -154,7 +167,8 @@ def raw_work_rate(svc: Services, chroot: str, count: int, topics: int, batch_siz
             threading.Thread(target=loop.drain, args=(consumer,), daemon=True).start()
         if not loop.done.wait(600):
             raise RuntimeError(f"only {loop.handled} of {loop.total} handled")
-        return loop.total / (time.perf_counter() - started)
+        spent = span.figures(loop.total)
+        return {"per_second": loop.total / spent["seconds"], **spent}
     finally:
         loop.done.set()
         time.sleep(0.3)  # the receivers' batch wait, so none is mid-receive at the close
@@ -340,7 +354,8 @@ def _measured(function: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, 
     before = _peak_rss_mb()
     value = function(*args)
     figures = value if isinstance(value, dict) else {"per_second": value}
-    return {**figures, "rss_before_mb": before, "peak_rss_mb": _peak_rss_mb()}
+    # A step that measured processes of its own (the sidecars) reports their peak instead.
+    return {"rss_before_mb": before, "peak_rss_mb": _peak_rss_mb(), **figures}
 
 
 def _peak_rss_mb() -> float:

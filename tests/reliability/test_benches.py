@@ -33,6 +33,19 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "raw_broker_consume_ack_per_second": float,
         "raw_whole_work_per_second": float,
         "ratio_to_raw_whole_work": float,
+        "worker_cpu_us_per_message": float,
+        "worker_process_cores": float,
+        "worker_machine_busy_cores": float,
+        "raw_whole_work_cpu_us_per_message": float,
+        "raw_whole_work_machine_busy_cores": float,
+        "machine_cores": float,
+        "sidecars": int,
+        "sidecars_per_second": float,
+        "sidecars_handled_by_each": list,
+        "sidecars_ratio_to_slower_raw": float,
+        "worker_machine_cpu_us_per_message": float,
+        "worker_all_cores_bound_per_second": float,
+        "worker_all_cores_bound_ratio": float,
         "slower_raw_per_second": float,
         "ratio_to_slower_raw": float,
         "target_met": bool,
@@ -83,6 +96,7 @@ def test_bench_quick_json(bench: str) -> None:
         assert all(figure["peak_rss_mb"] > 0 for figure in figures["figures"].values())
         receive_only = figures["figures"]["worker_receive_only"]["outcomes"]
         assert receive_only["deleted"] == figures["count"]
+        assert sum(figures["sidecars_handled_by_each"]) == figures["count"]
     elif bench == "in_use_lookups":
         assert figures["correct"] and figures["fetches_per_topic_max"] == 1
     else:
