@@ -33,6 +33,7 @@ from deletion.domain.topics import NamespaceName
 from ledger_janitor.wiring import open_sidecar
 
 CONSUMER_IDS_PER_PROCESS = 500  # a worker takes about a dozen a namespace
+READY_SECONDS = 120  # to open a sidecar and skip its ids: a few seconds
 WAIT_SECONDS = 600
 
 
@@ -86,7 +87,7 @@ def sidecars_rate(
     for child in children:
         child.start()
     try:
-        ready.wait(WAIT_SECONDS)
+        ready.wait(READY_SECONDS)  # a process that failed to start breaks it: no hang
         span = CpuSpan.start()
         go.set()
         if not done.wait(WAIT_SECONDS):
@@ -124,7 +125,7 @@ def _sidecar(
             sidecar.client.subscribe(burn, "burn", consumer_type=pulsar.ConsumerType.Shared).close()
         count = SharedCount(handled, total, done)
         worker = sidecar.worker(observers=[count], refresh_interval_seconds=1.0)
-        ready.wait(WAIT_SECONDS)
+        ready.wait(READY_SECONDS)
         go.wait(WAIT_SECONDS)
         worker.start()
         done.wait(WAIT_SECONDS)
