@@ -9,6 +9,7 @@ imports, reported as `rss_before_mb`.
 from __future__ import annotations
 
 import io
+import logging
 import resource
 import threading
 import time
@@ -43,6 +44,7 @@ from deletion.domain.message_properties import DELAY_TIME
 from deletion.domain.outcome import Outcome, Result
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from deletion.wire import bookkeeper_metadata as bk
+from ledger_janitor import logs
 from ledger_janitor.wiring import Sidecar, open_sidecar
 
 WINDOW = 2000  # requests in flight at once in the pipelined raw runs
@@ -94,6 +96,21 @@ def worker_rate(
         }
     finally:
         sidecar.close()
+
+
+def worker_logged_rate(
+    svc: Services, chroot: str, count: int, topics: int, parallelism: int, batch_size: int
+) -> dict[str, Any]:
+    """The worker as in `worker_rate`, logging as `ledger-janitor run` does by default: INFO,
+    one JSON line a deletion, here to a file (this forked child's configuration only)."""
+    path = svc.root / f"worker-logged{chroot.replace('/', '-')}.log"
+    with path.open("w") as stream:
+        logs.configure(logging.INFO, json_output=True, stream=stream)
+        logging.getLogger("kazoo").setLevel(logging.ERROR)  # as quiet(): no reconnect chatter
+        figures = worker_rate(svc, chroot, count, topics, parallelism, batch_size)
+    with path.open() as lines:
+        deleted = sum('"event": "deleted"' in line for line in lines)
+    return {**figures, "deleted_log_lines": deleted}
 
 
 def worker_config(

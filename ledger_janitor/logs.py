@@ -10,7 +10,7 @@ import functools
 import logging
 import sys
 from collections.abc import MutableMapping
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 
@@ -32,8 +32,12 @@ def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[
     return event
 
 
-def configure(level: int = logging.INFO, json_output: bool | None = None) -> None:
-    json_output = not sys.stderr.isatty() if json_output is None else json_output
+def configure(
+    level: int = logging.INFO, json_output: bool | None = None, stream: TextIO | None = None
+) -> None:
+    """Every line to `stream` (stderr unless given): JSON unless it is a terminal."""
+    stream = stream or sys.stderr
+    json_output = not stream.isatty() if json_output is None else json_output
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -59,7 +63,7 @@ def configure(level: int = logging.INFO, json_output: bool | None = None) -> Non
         foreign_pre_chain=shared,
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers = [handler]

@@ -39,6 +39,9 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "raw_whole_work_cpu_us_per_message": float,
         "raw_whole_work_machine_busy_cores": float,
         "machine_cores": float,
+        "worker_logged_per_second": float,
+        "worker_logged_ratio_to_slower_raw": float,
+        "worker_logged_deleted_log_lines": int,
         "sidecars": int,
         "sidecars_per_second": float,
         "sidecars_handled_by_each": list,
@@ -97,6 +100,7 @@ def test_bench_quick_json(bench: str) -> None:
         receive_only = figures["figures"]["worker_receive_only"]["outcomes"]
         assert receive_only["deleted"] == figures["count"]
         assert sum(figures["sidecars_handled_by_each"]) == figures["count"]
+        assert figures["worker_logged_deleted_log_lines"] == figures["count"]
     elif bench == "in_use_lookups":
         assert figures["correct"] and figures["fetches_per_topic_max"] == 1
     else:
