@@ -249,6 +249,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "worker",
         ),
         (
+            "worker logging as `run` does by default (INFO: a JSON line a deletion, to a file)",
+            "worker_logged",
+        ),
+        (
             f"{result['sidecars']} sidecars' workers, a process each, on one subscription",
             "sidecars",
         ),
