@@ -8,20 +8,15 @@ does; the step is timed from their start to the last of the N results, whichever
 handled it.
 
 pulsar-lite refuses a consumer whose id another connection already uses on a subscription,
-and every client numbers its consumers from 0 (tests/reliability/worker_main.py): each
-process after the first opens and closes throwaway consumers first, so that its own ids
-are disjoint from the others'. A real broker keys consumers by connection.
+so each process after the first skips ids first (harness/pulsar_lite.py).
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import os
 import resource
 from pathlib import Path
 from typing import Any
-
-import pulsar
 
 from bench._common import Services, quiet, remaining
 from bench.cpu import CpuSpan
@@ -30,6 +25,7 @@ from config import ServiceConfiguration
 from consumers.observer import Observer
 from deletion.domain.outcome import Result
 from deletion.domain.topics import NamespaceName
+from harness.pulsar_lite import skip_consumer_ids
 from ledger_janitor.wiring import open_sidecar
 
 CONSUMER_IDS_PER_PROCESS = 500  # a worker takes about a dozen a namespace
@@ -120,9 +116,7 @@ def _sidecar(
     quiet()
     sidecar = open_sidecar(config, client_log=root / f"client-{index}.log")
     try:
-        burn = f"persistent://ledger-janitor-burn/ids/p{os.getpid()}"
-        for _ in range(index * CONSUMER_IDS_PER_PROCESS):
-            sidecar.client.subscribe(burn, "burn", consumer_type=pulsar.ConsumerType.Shared).close()
+        skip_consumer_ids(sidecar.client, index * CONSUMER_IDS_PER_PROCESS)
         count = SharedCount(handled, total, done)
         worker = sidecar.worker(observers=[count], refresh_interval_seconds=1.0)
         ready.wait(READY_SECONDS)

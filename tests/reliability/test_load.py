@@ -9,12 +9,10 @@ the broker itself count them. See worker_main.py for how two processes share pul
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
-from pulsar import ConsumerType
 
 from bench._common import enqueue_then_commit, seed, topics_over
 from config import ServiceConfiguration
@@ -22,6 +20,7 @@ from deletion.domain.namespaces import NamespaceRegistry
 from deletion.domain.topics import SUBSCRIPTION
 from harness.janitor import zookeeper_backend
 from harness.process import wait_until
+from harness.pulsar_lite import skip_consumer_ids
 from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.embedded import EmbeddedBroker
 from ledger_janitor.wiring import open_sidecar
@@ -88,9 +87,7 @@ def test_two_worker_processes_handle_every_pending_deletion_once(
     )
     # Phase one subscribes before its first send to a namespace: its consumer ids must not
     # collide with either worker's on pulsar-lite either (see worker_main.py).
-    burn = f"persistent://ledger-janitor-burn/ids/p{os.getpid()}"
-    for _ in range(2 * (50 * NAMESPACES + 500)):
-        producer_side.client.subscribe(burn, "burn", consumer_type=ConsumerType.Shared).close()
+    skip_consumer_ids(producer_side.client, 2 * (50 * NAMESPACES + 500))
     try:
         wait_ready(first, second, timeout=120)
         started = time.monotonic()

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import threading
@@ -25,6 +24,7 @@ from typing import Any
 
 import pulsar
 
+from harness.pulsar_lite import skip_consumer_ids
 from ledger_janitor import cli, wiring
 from transport import client as broker
 
@@ -34,9 +34,7 @@ def _burning(count: int) -> Any:
 
     def connect(config: Any, log_file: Path | None = None) -> pulsar.Client:
         client = real_connect(config, log_file)
-        topic = f"persistent://ledger-janitor-burn/ids/p{os.getpid()}"
-        for _ in range(count):
-            client.subscribe(topic, "burn", consumer_type=pulsar.ConsumerType.Shared).close()
+        skip_consumer_ids(client, count)
         return client
 
     return connect
