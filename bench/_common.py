@@ -66,6 +66,7 @@ class Services:
             "metadata_store_url": f"zk:{self.zookeeper.hosts}{chroot}",
             "send_delay_seconds_of_two_phase_deletion": 0,
             "clock_skew_allowance_seconds_of_two_phase_deletion": 0,  # one machine, one clock
+            "min_ledger_age_seconds_of_two_phase_deletion": 0,  # every ledger is just made
             "reconsume_later_seconds_of_two_phase_deletion": 1,
             "operation_timeout_seconds": 30,
             "metrics_port": 0,

@@ -60,9 +60,9 @@ class Verdicts:
 
 
 def scratch_copy(root: Path, source: Path = REPO) -> Path:
-    """The packages, the tests and pyproject.toml of `source`, copied under `root`."""
+    """The packages, the tests, their harness and pyproject.toml of `source`, under `root`."""
     root.mkdir(parents=True, exist_ok=True)
-    for package in (*PACKAGES, "tests"):
+    for package in (*PACKAGES, "harness", "tests"):
         shutil.copytree(source / package, root / package, ignore=IGNORED)
     shutil.copy2(source / "pyproject.toml", root / "pyproject.toml")
     return root

@@ -138,14 +138,14 @@ NAMED: tuple[NamedMutant, ...] = (
         "deletion/domain/references.py",
         "    parse(cursor, node.data, path)\n",
         "    try:\n        parse(cursor, node.data, path)\n"
-        "    except DecodeError:\n        return []\n",
+        "    except DecodeError:\n        return None\n",
         WALK,
     ),
     NamedMutant(
         "references",
         "the in-use reader ignoring cursor ledgers",
         "deletion/domain/references.py",
-        '        found.extend(_cursor_references(store, f"{path}/{cursor_name}", cursor_name))\n',
+        "        found.extend(_cursor_references(cursor, cursor_name))\n",
         "        pass\n",
         WALK,
     ),
@@ -167,18 +167,54 @@ NAMED: tuple[NamedMutant, ...] = (
     ),
     NamedMutant(
         "decision",
-        "a ledger above the largest referenced deleted without the age rule",
+        "a snapshot vouching for any id at or below the topic's newest (issue 24's hole)",
         "deletion/domain/decision.py",
-        "    return Decision(Verdict.SAFE_TO_DELETE, why, needs_age=True, "
-        "snapshot_at=snapshot.fetched_at)",
-        "    return Decision(Verdict.SAFE_TO_DELETE, why)",
-        ("tests/unit/test_decision.py",),
+        "    creator = _creator_may_record(info, record, snapshot)\n",
+        "    creator = _creator_may_record(info, record, snapshot)\n"
+        "    largest = snapshot.largest\n"
+        "    if snapshot.exists and largest is not None and ledger_id <= largest:\n"
+        "        return Decision(Verdict.SAFE_TO_DELETE, 'vouched for by the newest')\n",
+        ("tests/unit/test_decision_creators.py",),
+    ),
+    NamedMutant(
+        "decision",
+        "the creators' rule dropped",
+        "deletion/domain/decision.py",
+        "    creator = _creator_may_record(info, record, snapshot)\n",
+        "    creator = None\n",
+        ("tests/unit/test_decision_creators.py",),
+    ),
+    NamedMutant(
+        "decision",
+        "a cursor ledger vouched for by the topic's newest data ledger",
+        "deletion/domain/decision.py",
+        "        current = creators.cursors.get(cursor)\n",
+        "        current = creators.newest_data if cursor in creators.cursors else None\n",
+        ("tests/unit/test_decision_creators.py",),
+    ),
+    NamedMutant(
+        "decision",
+        "the age rule dropped",
+        "deletion/domain/decision.py",
+        "    return decide_age(ledger_id, record.ctime_ms, snapshot.fetched_at, margins)\n",
+        "    return Decision(Verdict.SAFE_TO_DELETE, 'no age rule')\n",
+        ("tests/unit/test_decision_creators.py",),
+    ),
+    NamedMutant(
+        "decision",
+        "the age taken a day after the snapshot was read",
+        "deletion/domain/decision.py",
+        "decide_age(ledger_id, record.ctime_ms, snapshot.fetched_at, margins)",
+        "decide_age(\n"
+        "        ledger_id, record.ctime_ms, EpochSeconds(snapshot.fetched_at + 86400), margins\n"
+        "    )",
+        ("tests/unit/test_decision_creators.py",),
     ),
     NamedMutant(
         "deleter",
-        "the age rule skipped (needs_age ignored)",
+        "the record rules skipped (ownership only)",
         "deletion/domain/deleter.py",
-        "        if not ruling.needs_age:\n            return ruling\n",
+        "        return decide_recordable(info, record, ruling.snapshot, self._margins)\n",
         "        return ruling\n",
         (*HANDLER, DELETER),
     ),
@@ -187,12 +223,9 @@ NAMED: tuple[NamedMutant, ...] = (
         "ownership checked after age instead of before",
         "deletion/domain/deleter.py",
         OWNERSHIP_THEN_AGE,
-        "        if record is not None and ruling.needs_age:\n"
-        "            assert ruling.snapshot_at is not None\n"
-        "            aged = decide_age(\n"
-        "                info.ledger_id, record.ctime_ms, ruling.snapshot_at, self._margins\n"
-        "            )\n"
-        "            if aged.verdict is not Verdict.SAFE_TO_DELETE:\n                return aged\n"
+        "        assert ruling.snapshot is not None\n"
+        "        aged = decide_recordable(info, record, ruling.snapshot, self._margins)\n"
+        "        if aged.verdict is not Verdict.SAFE_TO_DELETE:\n            return aged\n"
         + OWNERSHIP_THEN_AGE,
         (*HANDLER, DELETER),
     ),
@@ -200,8 +233,14 @@ NAMED: tuple[NamedMutant, ...] = (
         "deleter",
         "the age taken now instead of when the snapshot was read",
         "deletion/domain/deleter.py",
-        "decide_age(info.ledger_id, record.ctime_ms, ruling.snapshot_at, self._margins)",
-        "decide_age(info.ledger_id, record.ctime_ms, self._clock(), self._margins)",
+        "decide_recordable(info, record, ruling.snapshot, self._margins)",
+        "decide_recordable(\n"
+        "            info, record,\n"
+        "            __import__('dataclasses').replace(\n"
+        "                ruling.snapshot, fetched_at=self._clock()\n"
+        "            ),\n"
+        "            self._margins,\n"
+        "        )",
         (*HANDLER, DELETER),
     ),
     NamedMutant(
@@ -256,8 +295,8 @@ NAMED: tuple[NamedMutant, ...] = (
         "admin",
         "a topic 404 read as no schema ledgers",
         "deletion/adapters/admin_api.py",
-        "TopicLedgers(topic, False, self._schema_ledgers(topic), fetched_at)",
-        "TopicLedgers(topic, False, frozenset(), fetched_at)",
+        "schemas = self._schema_ledgers(topic)",
+        "schemas: frozenset[int] = frozenset()",
         ("tests/integration/test_admin_api.py", "tests/integration/test_admin_api_transport.py"),
     ),
     NamedMutant(
@@ -267,6 +306,46 @@ NAMED: tuple[NamedMutant, ...] = (
         "            trust_env=False,",
         "            trust_env=True,",
         ("tests/integration/test_admin_api.py", "tests/integration/test_admin_api_transport.py"),
+    ),
+    NamedMutant(
+        "archive",
+        "the drain acks a requeued message before its phase-one re-send",
+        "consumers/archive.py",
+        "            if not dry_run:\n                assert archived.info is not None\n",
+        "            if not dry_run:\n                consumer.acknowledge(archived.raw)\n"
+        "                assert archived.info is not None\n",
+        ("tests/unit/test_archive_drain_order.py",),
+    ),
+    NamedMutant(
+        "archive",
+        "the drain acks a re-archived message before the re-archive send",
+        "consumers/archive.py",
+        "            if not dry_run:\n                self._rearchive(archived, ruling.reason)\n",
+        "            if not dry_run:\n                consumer.acknowledge(archived.raw)\n"
+        "                self._rearchive(archived, ruling.reason)\n",
+        ("tests/unit/test_archive_drain_order.py",),
+    ),
+    NamedMutant(
+        "pulsar_metadata",
+        "the in-use snapshot's time taken after its reads",
+        "deletion/adapters/pulsar_metadata.py",
+        "        fetched_at = self._clock()\n"
+        "        walk = walk_managed_ledger(self._store, managed_ledger_path(topic))\n"
+        "        schemas = schema_references(self._store, schema_path(topic)) or []\n",
+        "        walk = walk_managed_ledger(self._store, managed_ledger_path(topic))\n"
+        "        schemas = schema_references(self._store, schema_path(topic)) or []\n"
+        "        fetched_at = self._clock()\n",
+        WALK,
+    ),
+    NamedMutant(
+        "admin",
+        "the in-use snapshot's time taken after the broker answered",
+        "deletion/adapters/admin_api.py",
+        "        fetched_at = self._clock()\n"
+        '        payload = self._payload(self._get(rest_path(topic, "internalStats")))\n',
+        '        payload = self._payload(self._get(rest_path(topic, "internalStats")))\n'
+        "        fetched_at = self._clock()\n",
+        ("tests/integration/test_admin_api.py",),
     ),
 )
 

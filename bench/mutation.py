@@ -88,7 +88,12 @@ MODULES: tuple[Module, ...] = (
     Module(
         "decision",
         "deletion/domain/decision.py",
-        ("tests/unit/test_decision.py", "tests/unit/test_ownership.py", *HANDLER),
+        (
+            "tests/unit/test_decision.py",
+            "tests/unit/test_decision_creators.py",
+            "tests/unit/test_ownership.py",
+            *HANDLER,
+        ),
     ),
     Module("in_use", "deletion/domain/in_use.py", ("tests/unit/test_in_use_cache.py", *HANDLER)),
     Module("references", "deletion/domain/references.py", WALK, zookeeper=True),
@@ -107,7 +112,8 @@ MODULES: tuple[Module, ...] = (
         # What the snapshot is made of: the answer's parsing, 404s, redirects, errors. Not
         # the constructor's settings checks, repr or TLS set-up (trust_env is a named mutant).
         functions=tuple(
-            f"{ADMIN}x_{name}__mutmut_*" for name in ("_snapshot", "_as", "_longs", "rest_path")
+            f"{ADMIN}x_{name}__mutmut_*"
+            for name in ("_snapshot", "_as", "_longs", "_long", "rest_path")
         )
         + tuple(
             f"{ADMIN}xǁAdminApiInUseLedgersǁ{name}__mutmut_*"
@@ -141,6 +147,16 @@ MODULES: tuple[Module, ...] = (
     ),
     Module("deleter", "deletion/domain/deleter.py", (*HANDLER, DELETER)),
     Module("received", "consumers/received.py", HANDLER),
+    Module(
+        "archive",
+        "consumers/archive.py",
+        ("tests/unit/test_archive_drain_order.py",),
+        # What a drain does with each archived message; listing and subscribing need a broker.
+        functions=tuple(
+            f"consumers.archive.xǁArchiveDrainǁ{name}__mutmut_*"
+            for name in ("_settle", "_rearchive")
+        ),
+    ),
 )
 BY_KEY = {module.key: module for module in MODULES}
 

@@ -64,11 +64,13 @@ class ServiceConfiguration:
         minimum=0,
     )
     min_ledger_age_seconds_of_two_phase_deletion: int = _setting(
-        3600,
+        600,
         "minLedgerAgeSecondsOfTwoPhaseDeletion",
         "int",
-        "Age a ledger must have before it is deleted on a snapshot that cannot vouch for it "
-        "(its topic gone, or the ledger newer than every ledger the topic references).",
+        "Age every ledger must have had, when the in-use snapshot was read, before it is "
+        "deleted: Pulsar creates a ledger before it records it, within seconds (its own "
+        "timeouts bound it at about 2 minutes); 0 leaves schema ledgers being created "
+        "unprotected.",
         minimum=0,
     )
     reconsume_later_seconds_of_two_phase_deletion: int = _setting(

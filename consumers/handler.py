@@ -46,6 +46,7 @@ class DeletionHandler:
         )
         self._reconsumer = reconsumer
         self._margins = margins
+        self._clock = clock
 
     def arrival(self, consumer: Acknowledger, received: ReceivedMessage) -> Arrival:
         """The message as it arrives: its namespace, and when it may be acted on by the
@@ -143,8 +144,10 @@ class DeletionHandler:
     def _reconsume(
         self, arrival: Arrival, info: PendingDeleteLedgerInfo, decision: Decision
     ) -> Result:
+        # Too young: come back once old enough (one reconsume), not every reconsume delay.
+        delay = None if decision.old_at is None else decision.old_at - self._clock()
         archived = self._reconsumer.reconsume_later(
-            arrival.consumer, arrival.message, arrival.namespace, decision.reason
+            arrival.consumer, arrival.message, arrival.namespace, decision.reason, delay
         )
         if archived is not None:
             return _done(Result(Outcome.ARCHIVED, archived, info))

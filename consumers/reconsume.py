@@ -5,8 +5,9 @@ pulsar-client/src/main/java/org/apache/pulsar/client/impl/ConsumerImpl.java
 (`doReconsumeLater`, `getPropertiesMap`, `getOriginTopicNameStr`, `copyMessageKeysIfNeeded`,
 and the `redeliveryCount >= deadLetterPolicy.getMaxRedeliverCount()` check in
 `messageReceived` with `processPossibleToDLQ`) and RetryMessageUtil.java:
-copy the properties; put REAL_TOPIC (the topic without `-partition-N`),
-ORIGIN_MESSAGE_IDY_TIME and ORIGIN_MESSAGE_ID if absent; increment RECONSUMETIMES; set
+copy the properties; put REAL_TOPIC (the topic without `-partition-N`), REAL_SUBSCRIPTION
+(which the real 4.0 client writes too), ORIGIN_MESSAGE_IDY_TIME and ORIGIN_MESSAGE_ID if
+absent; increment RECONSUMETIMES; set
 DELAY_TIME in milliseconds; send the same payload, key and ordering key to the retry topic
 with that delay, and only once that send is acknowledged ack the original. Past the
 maximum, the same properties go to the archive (our dead-letter topic), without delay.
@@ -29,7 +30,7 @@ import structlog
 from consumers.received import Acknowledger, ReceivedMessage
 from core.errors import DecodeError
 from deletion.domain import message_properties as props
-from deletion.domain.topics import NamespaceName, TopicName
+from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from transport.client import java_message_id
 from transport.producer_pool import ProducerPool
 
@@ -60,12 +61,15 @@ class Reconsumer:
         message: ReceivedMessage,
         namespace: NamespaceName,
         reason: str,
+        delay_seconds: float | None = None,
     ) -> str | None:
-        """Send to the retry topic, or past the maximum to the archive: then return why."""
+        """Send to the retry topic, or past the maximum to the archive: then return why.
+        The delay is the policy's unless the caller knows better (`delay_seconds`)."""
+        delay = self._policy.delay_seconds if delay_seconds is None else max(delay_seconds, 0.0)
         properties = self._carried_properties(message)
         times = props.reconsume_times(message.properties()) + 1
         properties[props.RECONSUME_TIMES] = str(times)
-        properties[props.DELAY_TIME] = str(int(self._policy.delay_seconds * 1000))
+        properties[props.DELAY_TIME] = str(int(delay * 1000))
         if times > self._policy.max_reconsume_times:
             reason = f"gave up after {self._policy.max_reconsume_times} reconsumes: {reason}"
             self._send_archived(message, namespace, properties, reason)
@@ -76,7 +80,7 @@ class Reconsumer:
             message.data(),
             properties,
             key=message.partition_key() or None,
-            delay_seconds=self._policy.delay_seconds,
+            delay_seconds=delay,
             ordering_key=_ordering_key(message),
         )
         future.result(timeout=self._policy.send_timeout_seconds)
@@ -143,6 +147,7 @@ class Reconsumer:
         properties = dict(message.properties())
         origin = java_message_id(message.message_id())
         properties.setdefault(props.REAL_TOPIC, _real_topic(message.topic_name()))
+        properties.setdefault(props.REAL_SUBSCRIPTION, SUBSCRIPTION)
         properties.setdefault(props.ORIGIN_MESSAGE_ID_Y_TIME, origin)
         properties.setdefault(props.ORIGIN_MESSAGE_ID, origin)
         properties.setdefault(props.FIRST_ATTEMPT_TIME, str(message.publish_timestamp()))

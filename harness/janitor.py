@@ -129,6 +129,9 @@ class JanitorFactory:
             "send_delay_seconds_of_two_phase_deletion": 1,
             # One machine, one clock: no skew to allow for.
             "clock_skew_allowance_seconds_of_two_phase_deletion": 0,
+            # A test's ledgers are seconds old: no age rule unless a test asks for one (the
+            # rule has tests of its own: test_decision_creators, the model test, ...).
+            "min_ledger_age_seconds_of_two_phase_deletion": 0,
             "reconsume_later_seconds_of_two_phase_deletion": 1,
             "max_reconsume_times_of_two_phase_deletion": 3,
             "operation_timeout_seconds": 10,

@@ -11,9 +11,21 @@ from collections.abc import Callable
 
 
 def start_sidecar(metadata_url: str, broker_url: str, **settings: object) -> subprocess.Popen[str]:
-    # Tests must not fight over the default port; one machine has one clock, so no skew.
-    settings = {"metricsPort": 0, "clockSkewAllowanceSecondsOfTwoPhaseDeletion": 0, **settings}
-    overrides = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+    """Tests must not fight over the default port; one machine has one clock, so no skew; a
+    test's ledgers are seconds old, so no age rule. A setting given as None keeps the
+    product's default."""
+    settings = {
+        "metricsPort": 0,
+        "clockSkewAllowanceSecondsOfTwoPhaseDeletion": 0,
+        "minLedgerAgeSecondsOfTwoPhaseDeletion": 0,
+        **settings,
+    }
+    overrides = [
+        arg
+        for key, value in settings.items()
+        if value is not None
+        for arg in ("--set", f"{key}={value}")
+    ]
     return subprocess.Popen(
         [
             sys.executable,

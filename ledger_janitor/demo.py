@@ -45,6 +45,8 @@ def demo_configuration(root: Path, service_url: str) -> ServiceConfiguration:
         metadata_store_url=f"sqlite:{root / 'janitor.db'}",
         send_delay_seconds_of_two_phase_deletion=2,
         clock_skew_allowance_seconds_of_two_phase_deletion=0,  # one machine, one clock
+        # Every ledger here was just created: each waits once until it is 3 s old.
+        min_ledger_age_seconds_of_two_phase_deletion=3,
         reconsume_later_seconds_of_two_phase_deletion=1,
         max_reconsume_times_of_two_phase_deletion=3,
         in_use_ledgers_cache_ttl_seconds=5,

@@ -25,7 +25,7 @@ from core.errors import (
     MetadataError,
     TransientMetadataError,
 )
-from deletion.domain.ports import MetadataStore, TopicLedgers
+from deletion.domain.ports import Creators, MetadataStore, TopicLedgers
 from deletion.domain.references import schema_references
 from deletion.domain.topics import TopicName, java_url_encode, schema_path
 from transport.admin_http import AdminHttp
@@ -67,7 +67,8 @@ class AdminApiInUseLedgers:
         fetched_at = self._clock()
         payload = self._payload(self._get(rest_path(topic, "internalStats")))
         if payload is None:
-            return TopicLedgers(topic, False, self._schema_ledgers(topic), fetched_at)
+            schemas = self._schema_ledgers(topic)
+            return TopicLedgers(topic, False, schemas, fetched_at, creators=Creators(None, {}))
         return _snapshot(topic, payload, fetched_at)
 
     def _schema_ledgers(self, topic: TopicName) -> frozenset[int]:
@@ -150,10 +151,13 @@ def _snapshot(topic: TopicName, stats: object, fetched_at: EpochSeconds) -> Topi
     ledgers = _as(body.get("ledgers"), list, f"{where}: ledgers")
     cursors = _as(body.get("cursors"), dict, f"{where}: cursors")
     schemas = _as(body.get("schemaLedgers"), list, f"{where}: schemaLedgers")
-    ids = _longs(ledgers, "ledgerId", f"{where}: ledgers")
-    ids |= _longs(cursors.values(), "cursorLedger", f"{where}: cursors")
-    ids |= _longs(schemas, "ledgerId", f"{where}: schemaLedgers")
-    ids |= _longs([body.get("compactedLedger")], "ledgerId", f"{where}: compactedLedger")
+    data = _longs(ledgers, "ledgerId", f"{where}: ledgers")
+    cursor_ledgers = {
+        name: _long(stats, "cursorLedger", f"{where}: cursors") for name, stats in cursors.items()
+    }
+    found = data | set(cursor_ledgers.values())
+    found |= _longs(schemas, "ledgerId", f"{where}: schemaLedgers")
+    found |= _longs([body.get("compactedLedger")], "ledgerId", f"{where}: compactedLedger")
     last = body.get("lastConfirmedEntry")
     match = _POSITION.fullmatch(last) if isinstance(last, str) else None
     if not ledgers and match and int(match[1]) >= 0:
@@ -161,7 +165,9 @@ def _snapshot(topic: TopicName, stats: object, fetched_at: EpochSeconds) -> Topi
         # (apache/pulsar#16238); an empty list beside a written ledger is that race.
         raise TransientMetadataError(f"{where}: no ledgers although {last} was written")
     # -1 stands for "no ledger" (a cursor without one, a topic never compacted).
-    return TopicLedgers(topic, True, frozenset(i for i in ids if i >= 0), fetched_at)
+    creators = Creators(max(data, default=None), cursor_ledgers)
+    ids = frozenset(i for i in found if i >= 0)
+    return TopicLedgers(topic, True, ids, fetched_at, creators=creators)
 
 
 def _as(value: object, kind: type[T], where: str) -> T:
@@ -171,10 +177,11 @@ def _as(value: object, kind: type[T], where: str) -> T:
 
 
 def _longs(entries: Iterable[object], key: str, where: str) -> set[int]:
-    ids = set()
-    for entry in entries:
-        value = _as(entry, dict, where).get(key)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise DecodeError(f"{where}: {key!r} missing or not an integer")
-        ids.add(value)
-    return ids
+    return {_long(entry, key, where) for entry in entries}
+
+
+def _long(entry: object, key: str, where: str) -> int:
+    value = _as(entry, dict, where).get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise DecodeError(f"{where}: {key!r} missing or not an integer")
+    return value

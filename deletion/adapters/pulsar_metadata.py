@@ -10,13 +10,14 @@ from collections.abc import Iterable
 
 from core.clock import WallClock, wall_clock
 from core.errors import DecodeError
-from deletion.domain.ports import ANY_VERSION, MetadataStore, Stat, TopicLedgers
+from deletion.domain.ports import ANY_VERSION, Creators, MetadataStore, Stat, TopicLedgers
 from deletion.domain.references import (
     COMPACTED_LEDGER_PROPERTY,
     COMPACTION_CURSOR,
-    managed_ledger_references,
+    Holder,
     parse,
     schema_references,
+    walk_managed_ledger,
 )
 from deletion.domain.topics import TopicName, managed_ledger_path, schema_path
 from deletion.wire.proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
@@ -44,16 +45,21 @@ class MetadataInUseLedgers:
     def fetch(self, topic: TopicName) -> TopicLedgers:
         # Read the clock first: the snapshot is at least as fresh as fetched_at.
         fetched_at = self._clock()
-        managed = managed_ledger_references(self._store, managed_ledger_path(topic))
+        walk = walk_managed_ledger(self._store, managed_ledger_path(topic))
         schemas = schema_references(self._store, schema_path(topic)) or []
-        found = [*(managed or []), *schemas]
+        managed = walk.references if walk is not None else []
+        found = [*managed, *schemas]
         ids = frozenset(ref.ledger_id for ref in found)
         offloads: dict[int, set[str]] = {}
         for ref in found:
             if ref.offload is not None:
                 offloads.setdefault(ref.ledger_id, set()).add(ref.offload.uuid)
         uuids = {ledger_id: frozenset(named) for ledger_id, named in offloads.items()}
-        return TopicLedgers(topic, managed is not None, ids, fetched_at, uuids)
+        if walk is None:
+            return TopicLedgers(topic, False, ids, fetched_at, uuids, Creators(None, {}))
+        data = [ref.ledger_id for ref in managed if ref.holder is Holder.MANAGED_LEDGER]
+        creators = Creators(max(data, default=None), walk.cursor_ledgers)
+        return TopicLedgers(topic, True, ids, fetched_at, uuids, creators)
 
 
 class ManagedLedgerWriter:

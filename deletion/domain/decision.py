@@ -15,6 +15,8 @@ from deletion.domain.ports import LedgerRecord, TopicLedgers
 from deletion.domain.topics import NamespaceName, TopicName
 from deletion.wire.offload_context import java_uuid
 
+CURSOR_KEY = "pulsar/cursor"  # the custom metadata naming a cursor ledger's cursor
+
 
 class Verdict(Enum):
     SAFE_TO_DELETE = "safe_to_delete"
@@ -29,11 +31,11 @@ class Decision:
     # The ledger is known to be referenced (not merely unknown or stale): retrying soon
     # cannot help, which is what an archive drain wants to know.
     referenced: bool = False
-    # SAFE_TO_DELETE only once the ledger proves old enough (`decide_age`): the snapshot alone
-    # cannot vouch for it. Old enough *when that snapshot was read* (`snapshot_at`), not now:
-    # a cached snapshot may predate the ledger's recording.
-    needs_age: bool = False
-    snapshot_at: EpochSeconds | None = None
+    # SAFE_TO_DELETE on a snapshot is never final: the ledger's own record must then show
+    # that nothing can still record it (`decide_recordable`), judged at this snapshot.
+    snapshot: TopicLedgers | None = None
+    # NOT_YET only because the ledger is too young: when the age rule will let it go.
+    old_at: EpochSeconds | None = None
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class SafetyMargins:
 
     send_delay: float = 60.0  # sendDelaySecondsOfTwoPhaseDeletion: a floor for every delay
     clock_skew: float = 10.0  # clockSkewAllowanceSecondsOfTwoPhaseDeletion
-    min_ledger_age: float = 3600.0  # minLedgerAgeSecondsOfTwoPhaseDeletion
+    min_ledger_age: float = 600.0  # minLedgerAgeSecondsOfTwoPhaseDeletion
 
 
 def decide_in_use(
@@ -57,14 +59,11 @@ def decide_in_use(
     2. A snapshot read before the message was due may predate that commit, or predate a
        topic's re-creation, whatever it says: nothing is deleted on it (an absent or empty
        snapshot is no exception).
-    3. Read after the due time, the snapshot vouches for a ledger id at or below the
-       largest id it references: Pulsar only ever adds ledgers it has just created, so an
-       older id it no longer lists is gone for good.
-    4. For any other ledger (the topic is absent, references nothing, or only older
-       ledgers), the ledger may be one that is being created and not yet recorded. It is
-       deletable only with `needs_age`: see `decide_age`. Unless the sender said not to
-       check (`checkLedgerStillInUse=false`), which the caller pairs with a snapshot read
-       now.
+    3. Otherwise the snapshot lets the ledger go, but only as far as the snapshot can tell:
+       a ledger that is being created is referenced by nothing yet. Whether anything can
+       still record it is for `decide_recordable`, on the ledger's own record, whatever the
+       ledger's id and whatever `checkLedgerStillInUse` says (which the caller pairs with a
+       snapshot read now instead of one read after the due time).
     """
     ledger_id, topic = info.ledger_id, info.topic_name
     if _referenced(info, snapshot):
@@ -75,16 +74,8 @@ def decide_in_use(
         return Decision(
             Verdict.NOT_YET, f"in-use snapshot of {topic} predates the message's due time"
         )
-    largest = snapshot.largest
-    if not info.check_ledger_still_in_use or (largest is not None and ledger_id <= largest):
-        return Decision(
-            Verdict.SAFE_TO_DELETE, f"ledger {ledger_id} is no longer referenced by {topic}"
-        )
-    if not snapshot.exists:
-        why = f"topic {topic} has no managed ledger"
-    else:
-        why = f"ledger {ledger_id} is newer than every ledger {topic} references ({largest})"
-    return Decision(Verdict.SAFE_TO_DELETE, why, needs_age=True, snapshot_at=snapshot.fetched_at)
+    why = f"ledger {ledger_id} is no longer referenced by {topic}"
+    return Decision(Verdict.SAFE_TO_DELETE, why, snapshot=snapshot)
 
 
 def _referenced(info: PendingDeleteLedgerInfo, snapshot: TopicLedgers) -> bool:
@@ -118,30 +109,107 @@ def _offload_uuid(info: PendingDeleteLedgerInfo) -> str | None:
     return java_uuid(ctx.uidMsb, ctx.uidLsb)
 
 
+def decide_recordable(
+    info: PendingDeleteLedgerInfo,
+    record: LedgerRecord | None,
+    snapshot: TopicLedgers,
+    margins: SafetyMargins,
+) -> Decision:
+    """Whether anything can still record a ledger that `snapshot`, read after the message was
+    due, does not reference. Deletable only if nothing can.
+
+    Pulsar creates every ledger *before* it records it, and a topic has several creators
+    that work independently and at once: the managed ledger rolls over (create, then add
+    to `ManagedLedgerInfo`), each cursor switches ledgers (ManagedCursorImpl
+    `createNewMetadataLedger`: create, write the position, then `switchToNewLedger` records
+    `cursorsLedgerId`), and a schema put creates, writes and closes a ledger, then updates
+    the `SchemaLocator`. So a snapshot that does not reference a ledger proves nothing about
+    one being created, whatever its id: another creator's newer ledger may already be
+    recorded while this one is not yet (a cursor ledger 22 in creation while the managed
+    ledger records 23). Two rules, both required:
+
+    1. **Its creator has moved past it.** A creator makes one ledger at a time and records it
+       or gives it up (a creation that outlives `managedLedgerMetadataOperationsTimeoutSeconds`
+       is failed and the late ledger deleted) before it makes the next, and BookKeeper hands
+       out ids in increasing order; so a ledger below the one its own creator last recorded
+       will never be recorded by it. The creator is named by the ledger's custom metadata
+       (checked first against the message, `check_ownership`): the managed ledger's list for a
+       data ledger; for a cursor ledger, the cursor `pulsar/cursor` names. A creator that is
+       gone cannot record anything: the topic's managed ledger absent (a re-created topic
+       starts a new one, whose ledgers are all newer), or the cursor absent (a cursor's znode
+       is written, with no ledger, before its first ledger is created:
+       ManagedCursorImpl.initialize). Schema ledgers have no such sequence; nor does a source
+       that does not report the creators (`creators` None), which vouches for nothing of an
+       existing topic.
+    2. **The age rule, for every ledger.** The ledger's metadata znode was created at least
+       `min_ledger_age` (plus the clock-skew allowance: the store's clock is not ours) before
+       the snapshot was read: the window between creating and recording is seconds, bounded by
+       Pulsar's own timeouts (60 s for a ledger creation, 30 s for a metadata write or a
+       BookKeeper add), so a ledger that old when the snapshot was read would have been
+       recorded in it. The age is taken at the snapshot, never now: a cached snapshot may have
+       been read while the ledger was young. An unknown age is not old.
+
+    A ledger whose BookKeeper metadata is gone (`record` None) can no longer be opened, so no
+    broker can ever record it, whatever its age: what is left is at most an offloaded copy.
+    """
+    ledger_id = info.ledger_id
+    if record is None:
+        return Decision(Verdict.SAFE_TO_DELETE, f"ledger {ledger_id} is gone from BookKeeper")
+    creator = _creator_may_record(info, record, snapshot)
+    if creator is not None:
+        return Decision(Verdict.NOT_YET, creator)
+    return decide_age(ledger_id, record.ctime_ms, snapshot.fetched_at, margins)
+
+
+def _creator_may_record(
+    info: PendingDeleteLedgerInfo, record: LedgerRecord, snapshot: TopicLedgers
+) -> str | None:
+    """Why the ledger's creator may still record it (rule 1 above), or None if it cannot."""
+    ledger_id, topic = info.ledger_id, info.topic_name
+    if not snapshot.exists or ledger_id in snapshot.ledger_ids:
+        # No managed ledger: nothing of the topic can record it. Referenced by id (an
+        # offloaded copy the snapshot's UUID does not name): recorded already.
+        return None
+    if info.ledger_component is LedgerComponent.SCHEMA_STORAGE:
+        return None  # no sequence to vouch with: the age rule alone
+    creators = snapshot.creators
+    if creators is None:
+        return f"the in-use source cannot tell what the creators of {topic} last recorded"
+    if info.ledger_component is LedgerComponent.MANAGED_CURSOR:
+        cursor = record.metadata_text(CURSOR_KEY) or ""
+        current = creators.cursors.get(cursor)
+        if current is None or ledger_id < current:
+            return None
+        return (
+            f"cursor {cursor!r} of {topic} has recorded no ledger after {ledger_id} "
+            f"(its ledger is {current}): it may still be creating it"
+        )
+    newest = creators.newest_data
+    if newest is not None and ledger_id < newest:
+        return None
+    return (
+        f"the managed ledger of {topic} has recorded no ledger after {ledger_id} "
+        f"(its newest is {newest}): it may still be creating it"
+    )
+
+
 def decide_age(
     ledger_id: int, created_ms: int | None, snapshot_at: EpochSeconds, margins: SafetyMargins
 ) -> Decision:
-    """The grace rule for a ledger no snapshot can vouch for.
-
-    Why it is safe: Pulsar records a ledger in its metadata right after creating it (the
-    managed ledger's list, a cursor's `cursorsLedgerId`, a schema locator), or deletes it
-    when recording fails; it never adds an older ledger later. The caller's snapshot was
-    read after the message became due and does not reference the ledger. If the ledger's
-    metadata znode was created more than `min_ledger_age` before that snapshot was read
-    (`snapshot_at`, plus the clock-skew allowance, since the store's clock is not ours), any
-    recording that was going to happen happened before the snapshot, which would have shown
-    it. The age is taken at the snapshot, never now: a snapshot served from the cache may
-    have been read while the ledger was young and not yet recorded, and the ledger recorded
-    since. An unknown age is not old.
-    """
+    """The age rule (rule 2 of `decide_recordable`): old enough when the snapshot was read.
+    A too-young ruling says when the ledger will be old enough (`old_at`). A minimum age of 0
+    turns the rule off (a store whose creation times are conservative, as etcd's revision
+    clock, may date a ledger after the snapshot); an unknown age is still not old."""
     if created_ms is None:
         return Decision(Verdict.NOT_YET, f"the age of ledger {ledger_id} is unknown")
     age = snapshot_at - created_ms / 1000.0 - margins.clock_skew
-    if age < margins.min_ledger_age:
+    if age < margins.min_ledger_age and margins.min_ledger_age > 0:
+        old_at = EpochSeconds(snapshot_at + margins.min_ledger_age - age)
         return Decision(
             Verdict.NOT_YET,
             f"ledger {ledger_id} is too young ({max(age, 0.0):.0f}s of "
-            f"{margins.min_ledger_age:.0f}s) to delete on a snapshot that cannot vouch for it",
+            f"{margins.min_ledger_age:.0f}s) to delete while it may still be recorded",
+            old_at=old_at,
         )
     return Decision(
         Verdict.SAFE_TO_DELETE, f"ledger {ledger_id} is unreferenced and {age:.0f}s old"
@@ -169,7 +237,7 @@ def check_ownership(info: PendingDeleteLedgerInfo, record: LedgerRecord) -> Deci
                 Verdict.REFUSED,
                 f"ledger {info.ledger_id} metadata {key}={actual!r}, expected {value!r}",
             )
-    is_cursor = record.metadata_text("pulsar/cursor") is not None
+    is_cursor = record.metadata_text(CURSOR_KEY) is not None
     if is_cursor != (info.ledger_component is LedgerComponent.MANAGED_CURSOR):
         return Decision(
             Verdict.REFUSED,
@@ -205,5 +273,5 @@ def pulsar_custom_metadata(
     """The custom metadata Pulsar writes on a ledger of this component (fixtures, the demo)."""
     expected = expected_metadata(topic, component)
     if component is LedgerComponent.MANAGED_CURSOR:
-        expected["pulsar/cursor"] = cursor
+        expected[CURSOR_KEY] = cursor
     return {key: value.encode() for key, value in expected.items()}

@@ -23,8 +23,8 @@ from deletion.domain.decision import (
     Verdict,
     check_namespace,
     check_ownership,
-    decide_age,
     decide_in_use,
+    decide_recordable,
 )
 from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.message import LedgerType, PendingDeleteLedgerInfo
@@ -133,23 +133,15 @@ class LedgerDeleter:
 
     def _cleared(self, info: PendingDeleteLedgerInfo, record: Record, ruling: Decision) -> Decision:
         """The checks on the ledger's own record: readable, owned by the message's topic
-        (a mismatch is archived at once), and old enough where the snapshot needs that."""
+        (a mismatch is archived at once), and such that nothing can still record it."""
         if isinstance(record, JanitorError):
             return _unknown(record)
         if record is not None:
             refused = check_ownership(info, record)
             if refused is not None:
                 return refused
-        if not ruling.needs_age:
-            return ruling
-        if record is None:
-            # BookKeeper metadata gone: the ledger can no longer be opened, so no broker can
-            # ever record it, whatever its age (what is left is at most an offloaded copy).
-            return Decision(
-                Verdict.SAFE_TO_DELETE, f"ledger {info.ledger_id} is gone from BookKeeper"
-            )
-        assert ruling.snapshot_at is not None  # decide_in_use stamps every needs_age ruling
-        return decide_age(info.ledger_id, record.ctime_ms, ruling.snapshot_at, self._margins)
+        assert ruling.snapshot is not None  # decide_in_use stamps every SAFE ruling
+        return decide_recordable(info, record, ruling.snapshot, self._margins)
 
     def _read(self, ledger_ids: Sequence[int]) -> dict[int, Record]:
         return self._settled(sorted(set(ledger_ids)), self._storage.ledgers)

@@ -9,6 +9,9 @@ from collections.abc import Mapping
 RECONSUME_TIMES = "RECONSUMETIMES"
 DELAY_TIME = "DELAY_TIME"
 REAL_TOPIC = "REAL_TOPIC"
+# The subscription a retry was made for: the real 4.0 Java client writes it on its first
+# reconsume beside REAL_TOPIC (seen on the real broker, tests/real_pulsar/test_java_clients.py).
+REAL_SUBSCRIPTION = "REAL_SUBSCRIPTION"
 # SYSTEM_PROPERTY_ORIGIN_MESSAGE_ID: Java's own spelling, which every Java client sets.
 ORIGIN_MESSAGE_ID_Y_TIME = "ORIGIN_MESSAGE_IDY_TIME"
 # PROPERTY_ORIGIN_MESSAGE_ID, which newer Java clients set beside it.

@@ -135,6 +135,18 @@ class LedgerStorage(Protocol):
 
 
 @dataclass(frozen=True)
+class Creators:
+    """What each of a topic's sequential ledger creators had last recorded in a snapshot: the
+    managed ledger's newest data ledger (None: it lists none) and each cursor's ledger (-1:
+    none yet). A creator makes one ledger at a time, and records it or gives it up before it
+    makes the next, so a ledger below what its creator last recorded is never recorded later
+    (see decision.decide_recordable)."""
+
+    newest_data: int | None
+    cursors: Mapping[str, int]
+
+
+@dataclass(frozen=True)
 class TopicLedgers:
     """A snapshot of the ledgers a topic references, read no earlier than `fetched_at`."""
 
@@ -145,6 +157,9 @@ class TopicLedgers:
     # Per referenced ledger, the offload UUIDs its metadata names (none: absent). None when the
     # source cannot tell (the admin API): then any copy of a referenced ledger counts as in use.
     offload_uuids: Mapping[int, frozenset[str]] | None = None
+    # What the creators had recorded; None when the source cannot tell, and then no creator
+    # of an existing topic vouches for any ledger.
+    creators: Creators | None = None
 
     def offload_referenced(self, ledger_id: int, uuid: str) -> bool:
         """Whether the offloaded copy `uuid` of the ledger is in use (True when unknown)."""

@@ -56,6 +56,7 @@ class Reference:
     # What the managed ledger records of the ledger (LedgerInfo.entries, .size), if known.
     entries: int | None = None
     size: int | None = None
+    cursor: str | None = None  # MANAGED_CURSOR: the cursor whose ledger it is
 
 
 @dataclass(frozen=True)
@@ -77,17 +78,37 @@ def parse(message: Message, data: bytes, where: str) -> None:
     require_complete(message, where)
 
 
+@dataclass(frozen=True)
+class ManagedLedgerWalk:
+    """A managed ledger's references, and what each of its cursors records as its ledger
+    (-1 for a cursor that has none yet: it exists, and may be creating its first)."""
+
+    references: list[Reference]
+    cursor_ledgers: dict[str, int]
+
+
 def managed_ledger_references(store: MetadataStore, path: str) -> list[Reference] | None:
     """The ledgers and cursor ledgers of the managed ledger at `path`; None if it is absent."""
+    walk = walk_managed_ledger(store, path)
+    return None if walk is None else walk.references
+
+
+def walk_managed_ledger(store: MetadataStore, path: str) -> ManagedLedgerWalk | None:
+    """`managed_ledger_references`, with each cursor's recorded ledger; None if absent."""
     node = store.get(path)
     if node is None:
         return None
     info = ManagedLedgerInfo()
     parse(info, node.data, path)
     found = [_ledger_reference(ledger) for ledger in info.ledgerInfo]
+    cursors: dict[str, int] = {}
     for cursor_name in store.children(path):
-        found.extend(_cursor_references(store, f"{path}/{cursor_name}", cursor_name))
-    return found
+        cursor = _cursor(store, f"{path}/{cursor_name}")
+        if cursor is None:  # deleted between the listing and the read
+            continue
+        cursors[cursor_name] = cursor.cursorsLedgerId
+        found.extend(_cursor_references(cursor, cursor_name))
+    return ManagedLedgerWalk(found, cursors)
 
 
 def _ledger_reference(ledger: ManagedLedgerInfo.LedgerInfo) -> Reference:
@@ -119,15 +140,19 @@ def _offload(context: OffloadContext) -> OffloadRef | None:
     return OffloadRef(uuid, context.complete, driver, bucket)
 
 
-def _cursor_references(store: MetadataStore, path: str, cursor_name: str) -> list[Reference]:
+def _cursor(store: MetadataStore, path: str) -> ManagedCursorInfo | None:
     node = store.get(path)
-    if node is None:  # deleted between the listing and the read
-        return []
+    if node is None:
+        return None
     cursor = ManagedCursorInfo()
     parse(cursor, node.data, path)
+    return cursor
+
+
+def _cursor_references(cursor: ManagedCursorInfo, cursor_name: str) -> list[Reference]:
     found = []
     if cursor.cursorsLedgerId >= 0:
-        found.append(Reference(cursor.cursorsLedgerId, Holder.MANAGED_CURSOR))
+        found.append(Reference(cursor.cursorsLedgerId, Holder.MANAGED_CURSOR, cursor=cursor_name))
     if cursor_name == COMPACTION_CURSOR:
         # Best effort: the latest value may sit in the cursor ledger, out of reach here;
         # compacted ledgers are never deletable through a managed-ledger message anyway,

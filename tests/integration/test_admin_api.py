@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
+from core.clock import EpochSeconds
 from core.errors import (
     DecodeError,
     MetadataError,
     TransientMetadataError,
 )
+from deletion.adapters.admin_api import AdminApiInUseLedgers
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.domain.topics import TopicName
 from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
@@ -35,6 +37,7 @@ from tests.integration.admin_api_rig import (
     serve,
     stats,
 )
+from transport.admin_http import AdminHttp
 
 __all__ = ["connect", "schemas", "serve"]  # the fixtures
 
@@ -286,3 +289,35 @@ def test_ledger_zero_is_a_ledger(serve: Serve, connect: Connect) -> None:
         body = stats(**{field: zero})
         found = connect(serve(lambda seen, body=body: reply(200, body)).url).fetch(TOPIC)
         assert 0 in found.ledger_ids, field
+
+
+def test_the_creators_are_what_the_managed_ledger_and_each_cursor_record(
+    serve: Serve, connect: Connect
+) -> None:
+    """The newest data ledger (offloaded ones count) and every cursor's ledger, a cursor
+    with none yet (-1) included: it exists, and may be creating its first."""
+    broker = serve(lambda seen: reply(200, stats()))
+    creators = connect(broker.url).fetch(TOPIC).creators
+    assert creators is not None
+    assert creators.newest_data == 118
+    assert creators.cursors == {"billing": 115, "idle+sub": -1, "pulsar.dedup": 120}
+
+
+def test_the_snapshot_time_is_taken_before_the_broker_is_asked(
+    serve: Serve, schemas: SqliteMetadataStore
+) -> None:
+    """fetched_at may only be earlier than what the snapshot shows, never later: a time
+    taken after the answer would let a reference made meanwhile go unseen."""
+    ticks = iter(range(1000, 2000))
+
+    def answered(seen: Seen) -> Reply:
+        next(ticks)  # the broker answers after the clock has moved on
+        return reply(200, stats())
+
+    broker = serve(answered)
+    http = AdminHttp(broker.url, token=TOKEN, timeout_seconds=2)
+    source = AdminApiInUseLedgers(http, clock=lambda: EpochSeconds(next(ticks)), schemas=schemas)
+    try:
+        assert source.fetch(TOPIC).fetched_at == EpochSeconds(1000)
+    finally:
+        source.close()

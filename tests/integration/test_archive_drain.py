@@ -90,7 +90,7 @@ def test_unknown_or_stale_is_requeued_with_a_fresh_attempt_count(
     janitor: JanitorFactory, namespace: NamespaceName
 ) -> None:
     _, seeded = _seed(janitor, namespace, ledgers=2)
-    # Above every id the topic references, and young: the snapshot cannot vouch for it.
+    # Above every ledger the topic's managed ledger recorded: it may still be creating it.
     owner = pulsar_custom_metadata(seeded.topic, LedgerComponent.MANAGED_LEDGER)
     newer = janitor.backend.factory.create_ledger(owner)
     sidecar = janitor.sidecar()
@@ -102,7 +102,9 @@ def test_unknown_or_stale_is_requeued_with_a_fresh_attempt_count(
         initial_position=pulsar.InitialPosition.Earliest,
     )
     settled = sidecar.archive_drain().drain(namespace, DrainFilter(), dry_run=False)
-    assert [(o, "too young" in why) for _, o, why in settled] == [(Outcome.REQUEUED, True)]
+    assert [(o, "may still be creating it" in why) for _, o, why in settled] == [
+        (Outcome.REQUEUED, True)
+    ]
     requeued = peek.receive(10_000)
     assert message.decode(requeued.data()).ledger_id == newer
     assert props.RECONSUME_TIMES not in requeued.properties()

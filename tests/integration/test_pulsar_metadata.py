@@ -224,8 +224,8 @@ def test_each_reference_says_what_holds_it(backend: Backend, namespace: Namespac
         Reference(1, Holder.MANAGED_LEDGER),
         Reference(2, Holder.MANAGED_LEDGER, bookkeeper_deleted=True),
         Reference(3, Holder.MANAGED_LEDGER),
-        Reference(4, Holder.MANAGED_CURSOR),
-        Reference(5, Holder.MANAGED_CURSOR),
+        Reference(4, Holder.MANAGED_CURSOR, cursor="sub"),
+        Reference(5, Holder.MANAGED_CURSOR, cursor=COMPACTION_CURSOR),
         Reference(6, Holder.COMPACTED),
     ]
     assert schema_references(backend.metadata, schema_path(topic)) == [
@@ -322,3 +322,58 @@ def test_values_missing_required_fields_are_a_decode_error(
     backend.metadata.set(path, value)
     with pytest.raises(DecodeError, match=f"^{re.escape(path)}: .* lacks required"):
         in_use(backend).fetch(seeded.topic)
+
+
+def test_the_creators_are_what_the_managed_ledger_and_each_cursor_record(
+    backend: Backend, namespace: NamespaceName
+) -> None:
+    topic = TopicName(namespace, "orders")
+    seeded = seeder(backend).seed(topic, ledgers=3, schema_versions=1)
+    writer = ManagedLedgerWriter(backend.metadata)
+    path = f"{managed_ledger_path(topic)}/no-ledger-yet"
+    backend.metadata.create(path, ManagedCursorInfo(cursorsLedgerId=-1).SerializeToString())
+    found = in_use(backend).fetch(topic)
+    assert found.creators is not None
+    assert found.creators.newest_data == max(seeded.ledgers)
+    assert found.creators.cursors == {"sub": seeded.cursor_ledger, "no-ledger-yet": -1}
+    writer.write(topic, [], found_version(backend, topic))
+    emptied = in_use(backend).fetch(topic).creators
+    assert emptied is not None and emptied.newest_data is None
+    absent = in_use(backend).fetch(TopicName(namespace, "never"))
+    assert absent.creators is not None and absent.creators.cursors == {}
+
+
+def found_version(backend: Backend, topic: TopicName) -> int:
+    node = backend.metadata.get(managed_ledger_path(topic))
+    assert node is not None
+    return node.stat.version
+
+
+class TickingStore:
+    """The store as seen from a clock that moves on with every read."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self._store, self.now = store, 1000.0
+
+    def clock(self) -> EpochSeconds:
+        return EpochSeconds(self.now)
+
+    def get(self, path: str) -> Node | None:
+        self.now += 1
+        return self._store.get(path)
+
+    def children(self, path: str) -> list[str]:
+        self.now += 1
+        return self._store.children(path)
+
+
+def test_the_snapshot_time_is_taken_before_its_reads(
+    backend: Backend, namespace: NamespaceName
+) -> None:
+    """fetched_at may only be earlier than what the snapshot shows, never later: a time
+    taken after the reads would let a reference made meanwhile go unseen."""
+    seeded = seeder(backend).seed(TopicName(namespace, "orders"), ledgers=2, schema_versions=1)
+    ticking = TickingStore(backend.metadata)
+    source = MetadataInUseLedgers(ticking, clock=ticking.clock)  # type: ignore[arg-type]
+    assert source.fetch(seeded.topic).fetched_at == 1000.0
+    assert ticking.now > 1000.0

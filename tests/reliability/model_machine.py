@@ -70,6 +70,13 @@ TOPICS = [
     TopicName(NAMESPACES[0], "a b%+~*\u00e9-partition-01"),  # encoded, and no partition
 ]
 CURSORS = ("sub", "other")
+# A topic's ledger creators, as (component, cursor): they create and record independently.
+Creator = tuple[LedgerComponent, str | None]
+CREATORS: list[Creator] = [
+    (LedgerComponent.MANAGED_LEDGER, None),
+    *((LedgerComponent.MANAGED_CURSOR, cursor) for cursor in CURSORS),
+    (LedgerComponent.SCHEMA_STORAGE, None),
+]
 # Neither a ManagedLedgerInfo, a ManagedCursorInfo nor a SchemaLocator: a length-delimited
 # field 1 that claims 5 bytes and has 2.
 CORRUPT = b"\x0a\x05ab"

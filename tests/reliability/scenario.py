@@ -91,8 +91,10 @@ def build_scenario(
     """With `unreleased_per_topic`, one cursor ledger and one schema ledger of each topic are
     enqueued without their commit too. With `deleted_topics` (the worker then needs
     minLedgerAgeSecondsOfTwoPhaseDeletion=0), each namespace also has a topic deleted after
-    phase one for all its ledgers, and each topic an orphan above its newest ledger, never
-    recorded, enqueued as `audit --enqueue` would: all of them must end deleted."""
+    phase one for all its ledgers, and each topic an orphan, never recorded (a crash between
+    creating and recording it), enqueued as `audit --enqueue` would, and then a newer ledger
+    the managed ledger records (its next roll-over, which is what vouches for the orphan):
+    all of them must end deleted."""
     truth = GroundTruth(backend.metadata, backend.factory)
     scenario = Scenario(backend, truth, raw_for(backend))
     for i, namespace in enumerate(namespaces):
@@ -121,6 +123,7 @@ def build_scenario(
             if deleted_topics:
                 orphan = truth.new_ledger(topic, LedgerComponent.MANAGED_LEDGER)
                 sidecar.phase_one.enqueue([pending(topic, orphan)])
+                truth.roll_over(topic)
                 scenario.released.add(orphan)
         if deleted_topics:
             _delete_a_topic(

@@ -209,10 +209,12 @@ def start_worker(
     settings: Mapping[str, object] | None = None,
 ) -> WorkerProcess:
     port = free_port()
-    # One machine, one clock: no skew to allow for.
+    # One machine, one clock: no skew to allow for. A test's ledgers are seconds old: no
+    # age rule unless the test sets one.
     settings = {
         "metricsPort": port,
         "clockSkewAllowanceSecondsOfTwoPhaseDeletion": 0,
+        "minLedgerAgeSecondsOfTwoPhaseDeletion": 0,
         **(settings or {}),
     }
     overrides = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]

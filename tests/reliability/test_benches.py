@@ -65,6 +65,14 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "target_met": bool,
         "correct": bool,
     },
+    "phase_one_delay": {
+        "before_max_waited_seconds": float,
+        "before_max_reconsumes": int,
+        "now_max_waited_seconds": float,
+        "now_max_reconsumes": int,
+        "cases": list,
+        "summary": dict,
+    },
     "latency": {
         "messages": int,
         "deleted": int,
@@ -103,6 +111,11 @@ def test_bench_quick_json(bench: str) -> None:
         assert figures["worker_logged_deleted_log_lines"] == figures["count"]
     elif bench == "in_use_lookups":
         assert figures["correct"] and figures["fetches_per_topic_max"] == 1
+    elif bench == "phase_one_delay":
+        # A normal deletion finishes well inside the 10 reconsumes allowed: at most one, for
+        # a ledger younger than the age rule, and it waits no longer than that rule.
+        assert figures["now_max_reconsumes"] <= 1
+        assert figures["now_max_waited_seconds"] <= 600 + 10 + 60 + 10
     else:
         assert figures["deleted"] == figures["messages"] and figures["early"] == 0
         assert set(figures["latency_seconds"]) == {"min", "p50", "p95", "p99", "max"}

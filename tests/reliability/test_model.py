@@ -39,12 +39,14 @@ from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLe
 from deletion.domain.topics import TopicName
 from tests.reliability.model_machine import (
     CORRUPT,
+    CREATORS,
     CURSORS,
     DUE,
     MAX_RECONSUMES,
     MIN_AGE,
     NAMESPACES,
     TOPICS,
+    Creator,
     ProtocolMachine,
     Trim,
 )
@@ -182,6 +184,80 @@ class Protocol(ProtocolMachine):
                 self._handle(worker, received)
         self.truth.set_ledgers(topic, [*self.truth[topic].ledgers, ledger])
         assert ledger in self.raw.alive()
+
+    @rule(
+        topic=st.sampled_from(TOPICS),
+        worker=st.integers(0, 1),
+        being_created=st.lists(st.sampled_from(CREATORS), min_size=1, max_size=3, unique=True),
+        recorded_first=st.lists(st.sampled_from(CREATORS), max_size=3, unique=True),
+        recorded_after=st.sampled_from([DUE + 1, MIN_AGE - SKEW / 2]),
+        batch=st.booleans(),
+    )
+    def ledgers_being_created_below_a_recorded_one(
+        self,
+        topic: TopicName,
+        worker: int,
+        being_created: list[Creator],
+        recorded_first: list[Creator],
+        recorded_after: float,
+        batch: bool,
+    ) -> None:
+        """Issue 24's hole: a topic's creators work at once, and each creates a ledger before
+        it records it. Some creators are creating a ledger each (the audit takes them for
+        orphans and enqueues them); meanwhile other creators record newer ledgers, so each
+        ledger being created is below one the snapshot lists. The messages come due and are
+        handled; then the slow creators record theirs, one by one. Every one still exists."""
+        if not self.truth[topic].exists:
+            return
+        creating = {c: self.truth.new_ledger(topic, c[0], c[1] or "") for c in being_created}
+        for creator, ledger in creating.items():
+            self.phase_one.enqueue([pending(topic, ledger, creator[0])])
+            self.enqueued.add(ledger)
+        for creator in recorded_first:
+            if creator not in creating:
+                self._record_newer(topic, creator)
+        note(f"{len(creating)} being created below a recorded one")
+        self.time_passes(recorded_after)
+        self._deliver_about(worker, set(creating.values()), batch)
+        for creator, ledger in creating.items():
+            self._record(topic, creator, ledger)
+            self._deliver_about(worker, set(creating.values()), batch)
+            assert ledger in self.raw.alive(), f"{creator} ledger {ledger} deleted while created"
+
+    def _record_newer(self, topic: TopicName, creator: Creator) -> None:
+        component, cursor = creator
+        if component is LedgerComponent.MANAGED_LEDGER:
+            self.truth.roll_over(topic)
+        elif component is LedgerComponent.MANAGED_CURSOR:
+            assert cursor is not None
+            self.rotate_cursor(topic, cursor, crash=False)
+        else:
+            self.truth.add_schema(topic, self.truth.new_ledger(topic, component))
+
+    def _record(self, topic: TopicName, creator: Creator, ledger: int) -> None:
+        """The slow creator records its ledger at last. A cursor's old ledger is then released
+        if a message names it (a rotation that died before its commit), else it leaks."""
+        component, cursor = creator
+        if component is LedgerComponent.MANAGED_LEDGER:
+            self.truth.set_ledgers(topic, [*self.truth[topic].ledgers, ledger])
+        elif component is LedgerComponent.MANAGED_CURSOR:
+            assert cursor is not None
+            old = self.truth.rotate_cursor(topic, cursor, ledger)
+            if old in self.enqueued:  # a rotation that died before its commit: done now
+                self.released.add(old)
+        else:
+            self.truth.add_schema(topic, ledger)
+
+    def _deliver_about(self, worker: int, ledgers: set[int], batch: bool) -> None:
+        due = [m for m in self.broker.due() if message.decode(m.payload).ledger_id in ledgers]
+        if batch and due:
+            try:
+                self.workers[worker].handle_batch([self._arrival(worker, m) for m in due])
+            except Crash:
+                self.workers[worker] = self._worker(worker)
+            return
+        for received in due:
+            self._handle(worker, received)
 
     @precondition(lambda self: self.broker.due())
     @rule(data=st.data(), worker=st.integers(0, 1))

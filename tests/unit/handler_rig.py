@@ -22,7 +22,14 @@ from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.offload_port import OffloadStorage
 from deletion.domain.outcome import Result
-from deletion.domain.ports import ANY_VERSION, Deletion, LedgerRecord, LedgerStorage, TopicLedgers
+from deletion.domain.ports import (
+    ANY_VERSION,
+    Creators,
+    Deletion,
+    LedgerRecord,
+    LedgerStorage,
+    TopicLedgers,
+)
 from deletion.domain.topics import NamespaceName, TopicName
 
 NOW = 1_000_000.0
@@ -114,8 +121,10 @@ class FlakySource:
             raise self.failures.pop(0)
         read_at = EpochSeconds(self.fetched_at)
         if topic != TOPIC:
-            return TopicLedgers(topic, False, frozenset(), read_at)
-        return TopicLedgers(topic, True, self.ledgers, read_at)
+            return TopicLedgers(topic, False, frozenset(), read_at, creators=Creators(None, {}))
+        # Every ledger here is a data ledger: the newest is what the managed ledger recorded.
+        creators = Creators(max(self.ledgers, default=None), {})
+        return TopicLedgers(topic, True, self.ledgers, read_at, creators=creators)
 
 
 @dataclass

@@ -68,7 +68,7 @@ def test_defaults_match_the_documented_values() -> None:
     assert config.metrics_port == 9464
     assert config.metrics_bind_address == "127.0.0.1"
     assert config.clock_skew_allowance_seconds_of_two_phase_deletion == 10
-    assert config.min_ledger_age_seconds_of_two_phase_deletion == 3600
+    assert config.min_ledger_age_seconds_of_two_phase_deletion == 600
     assert config.ledger_deletion_schema_enabled_of_two_phase_deletion is True
     assert len(loaded.sources) == len(SPECS) == 42
 

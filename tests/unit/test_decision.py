@@ -59,15 +59,11 @@ def test_referenced_ledger_is_reconsumed(check: bool) -> None:
     assert "referenced" in decision.reason
 
 
-def test_unreferenced_ledger_below_the_largest_is_deleted() -> None:
+def test_an_unreferenced_ledger_is_let_go_on_the_snapshot_only_for_the_record_checks() -> None:
     decision = decide(message(4), snapshot(3, 5, 9))
     assert decision.verdict is Verdict.SAFE_TO_DELETE
-    assert not decision.needs_age
     assert decision.reason == f"ledger 4 is no longer referenced by {TOPIC}"
-
-
-def test_unreferenced_ledger_equal_to_a_gap_below_largest_is_deleted() -> None:
-    assert decide(message(1), snapshot(2, 3)).verdict is Verdict.SAFE_TO_DELETE
+    assert decision.snapshot == snapshot(3, 5, 9)  # what decide_recordable then judges by
 
 
 @pytest.mark.parametrize("check", [True, False])
@@ -91,38 +87,17 @@ def test_nothing_is_deleted_on_a_snapshot_read_before_the_message_was_due(
     )
 
 
-def test_ledger_above_the_largest_needs_age() -> None:
-    decision = decide(message(10), snapshot(3, 5, 9))
-    assert (decision.verdict, decision.needs_age) == (Verdict.SAFE_TO_DELETE, True)
-    assert "newer than every ledger" in decision.reason
-
-
-def test_existing_topic_with_no_ledgers_needs_age_for_any_id() -> None:
-    decision = decide(message(1), snapshot())
-    assert (decision.verdict, decision.needs_age) == (Verdict.SAFE_TO_DELETE, True)
-
-
-def test_absent_topic_needs_age() -> None:
-    decision = decide(message(10), snapshot(exists=False))
-    assert (decision.verdict, decision.needs_age) == (Verdict.SAFE_TO_DELETE, True)
-    assert "no managed ledger" in decision.reason
-
-
 def test_absent_topic_still_protects_its_schema_ledgers() -> None:
     # A deleted topic's schema may outlive it: an id the snapshot knows is never deleted.
     schema = message(8, LedgerComponent.SCHEMA_STORAGE)
     assert decide(schema, snapshot(8, exists=False)).verdict is Verdict.NOT_YET
-    decision = decide(message(7), snapshot(8, exists=False))
-    assert (decision.verdict, decision.needs_age) == (Verdict.SAFE_TO_DELETE, False)
+    assert decide(message(7), snapshot(8, exists=False)).verdict is Verdict.SAFE_TO_DELETE
 
 
-def test_unchecked_message_skips_only_the_staleness_rule() -> None:
-    for known in (snapshot(3, 5, 9), snapshot(), snapshot(exists=False)):
-        decision = decide(message(10, check=False), known)
-        assert (decision.verdict, decision.needs_age) == (Verdict.SAFE_TO_DELETE, False)
-    # ... but a referenced ledger is still referenced.
+def test_an_unchecked_message_is_still_refused_a_referenced_ledger() -> None:
     assert decide(message(5, check=False), snapshot(5)).verdict is Verdict.NOT_YET
-    assert decide(message(4, check=False), snapshot(3, 5)).verdict is Verdict.SAFE_TO_DELETE
+    decision = decide(message(10, check=False), snapshot(3, 5))
+    assert (decision.verdict, decision.snapshot) == (Verdict.SAFE_TO_DELETE, snapshot(3, 5))
 
 
 @st.composite
@@ -147,23 +122,11 @@ def test_never_deletes_a_ledger_in_the_snapshot_or_on_an_early_snapshot(
         ledger_id,
         check_ledger_still_in_use=data.draw(st.booleans()),
     )
-    verdict = decide(info, known).verdict
+    decision = decide(info, known)
     if ledger_id in known.ledger_ids or known.fetched_at < DUE:
-        assert verdict is Verdict.NOT_YET
-    assert verdict in (Verdict.SAFE_TO_DELETE, Verdict.NOT_YET)
-
-
-@settings(max_examples=300, deadline=None)
-@given(snapshots(), st.integers(0, 2**63 - 1))
-def test_checked_message_the_snapshot_cannot_vouch_for_always_needs_age(
-    known: TopicLedgers, ledger_id: int
-) -> None:
-    decision = decide(message(ledger_id), known)
-    largest = known.largest
-    if decision.verdict is Verdict.SAFE_TO_DELETE:
-        assert ledger_id not in known.ledger_ids
-        assert known.fetched_at >= DUE
-        assert decision.needs_age == (largest is None or ledger_id > largest)
+        assert decision.verdict is Verdict.NOT_YET
+    else:
+        assert (decision.verdict, decision.snapshot) == (Verdict.SAFE_TO_DELETE, known)
 
 
 # --- decide_age ----------------------------------------------------------------------------
@@ -197,14 +160,39 @@ def test_a_ledger_must_be_older_than_the_grace_period_plus_skew(
     ("age_seconds", "reason"),
     [
         (86_410, "ledger 7 is unreferenced and 86400s old"),
-        (1810, "ledger 7 is too young (1800s of 3600s) to delete on a snapshot"),
-        (-600, "ledger 7 is too young (0s of 3600s) to delete on a snapshot"),
+        (1810, "ledger 7 is too young (1800s of 3600s) to delete while it may still be recorded"),
+        (-600, "ledger 7 is too young (0s of 3600s) to delete while it may still be recorded"),
     ],
 )
 def test_the_age_rule_says_how_old_the_ledger_is(age_seconds: float, reason: str) -> None:
     """The age net of the skew allowance; a creation time ahead of ours reads as 0 s."""
     created_ms = round((DUE - age_seconds) * 1000)
-    assert decide_age(7, created_ms, DUE, MARGINS).reason.startswith(reason)
+    assert decide_age(7, created_ms, DUE, MARGINS).reason == reason
+
+
+@pytest.mark.parametrize("age_seconds", [0.0, 1810.0, 3609.0, -600.0])
+def test_a_too_young_ruling_says_when_the_ledger_will_be_old_enough(age_seconds: float) -> None:
+    """Created at DUE - age by the store's clock: old enough at created + min age + skew."""
+    created_ms = round((DUE - age_seconds) * 1000)
+    decision = decide_age(7, created_ms, DUE, MARGINS)
+    assert decision.old_at is not None
+    assert decision.old_at == pytest.approx(created_ms / 1000 + 3600 + 10)
+    assert decide_age(7, created_ms, decision.old_at, MARGINS).verdict is Verdict.SAFE_TO_DELETE
+    earlier = EpochSeconds(decision.old_at - 0.01)
+    assert decide_age(7, created_ms, earlier, MARGINS).verdict is Verdict.NOT_YET
+
+
+def test_an_old_enough_ruling_names_no_time() -> None:
+    assert decide_age(7, 0, DUE, MARGINS).old_at is None
+
+
+def test_zero_grace_turns_the_age_rule_off_even_for_a_creation_time_ahead_of_ours() -> None:
+    """A conservative clock (etcd's revision clock) may date a ledger after the snapshot."""
+    margins = SafetyMargins(send_delay=0, clock_skew=0, min_ledger_age=0)
+    ahead = round((DUE + 5) * 1000)
+    assert decide_age(7, ahead, DUE, margins).verdict is Verdict.SAFE_TO_DELETE
+    one_second = SafetyMargins(send_delay=0, clock_skew=0, min_ledger_age=1)
+    assert decide_age(7, ahead, DUE, one_second).verdict is Verdict.NOT_YET
 
 
 def test_zero_grace_still_needs_a_known_age() -> None:

@@ -47,7 +47,7 @@ def test_the_referenced_offload_is_in_use() -> None:
 
 def test_another_uuid_of_a_referenced_ledger_is_a_leftover_and_may_go() -> None:
     decision = decide_in_use(offloaded(5, STALE), snapshot({5: frozenset({CURRENT})}), DUE)
-    assert decision.verdict is Verdict.SAFE_TO_DELETE and not decision.needs_age
+    assert decision.verdict is Verdict.SAFE_TO_DELETE and decision.snapshot is not None
     # Referenced, but not offloaded at all: no copy of it is read.
     decision = decide_in_use(offloaded(7, STALE), snapshot({5: frozenset({CURRENT})}), DUE)
     assert decision.verdict is Verdict.SAFE_TO_DELETE

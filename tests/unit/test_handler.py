@@ -124,19 +124,32 @@ def test_an_arrival_is_worked_out_once_from_its_topic_and_publish_time(rig: Rig)
     assert arrival.consumer is rig.consumer
 
 
-def test_a_ledger_above_the_largest_referenced_is_deleted_only_when_old(rig: Rig) -> None:
+def test_a_young_ledger_waits_once_for_exactly_as_long_as_it_still_needs(rig: Rig) -> None:
+    """Below the managed ledger's newest (9), 600 s old: too young by 3010 s; reconsumed
+    once with that delay instead of the 600 s reconsume delay, six times over."""
     young_ms = int((NOW - 600) * 1000)
-    rig.storage.records[12] = LedgerRecord(12, _record(12).custom_metadata, young_ms, 1)
-    rig.storage.records[13] = _record(13)  # created at the epoch: old
-    results = rig.handle_batch(_info(12), _info(13))
+    rig.storage.records[6] = LedgerRecord(6, _record(6).custom_metadata, young_ms, 1)
+    rig.storage.records[7] = _record(7)  # created at the epoch: old
+    results = rig.handle_batch(_info(6), _info(7))
     assert _outcomes(results) == ["reconsumed", "deleted"]
-    assert results[0].reason.startswith("ledger 12 is too young (590s of 3600s)")
-    assert rig.storage.deleted == [13]
+    assert results[0].reason.startswith("ledger 6 is too young (590s of 3600s)")
+    assert rig.storage.deleted == [7]
+    (retry,) = rig.pool.sent
+    assert retry[2]["DELAY_TIME"] == str((3600 + 10 - 600) * 1000)
 
 
-def test_a_ledger_of_unknown_age_the_snapshot_cannot_vouch_for_is_kept(rig: Rig) -> None:
-    rig.storage.records[12] = LedgerRecord(12, _record(12).custom_metadata, None, 1)
+def test_a_ledger_above_the_managed_ledgers_newest_is_kept_however_old(rig: Rig) -> None:
+    rig.storage.records[12] = _record(12)  # created at the epoch
     (result,) = rig.handle_batch(_info(12))
+    assert result.outcome is Outcome.RECONSUMED
+    assert "has recorded no ledger after 12 (its newest is 9)" in result.reason
+    assert rig.pool.sent[0][2]["DELAY_TIME"] == "600000"  # the policy's delay
+    assert rig.storage.deleted == []
+
+
+def test_a_ledger_of_unknown_age_is_kept(rig: Rig) -> None:
+    rig.storage.records[4] = LedgerRecord(4, _record(4).custom_metadata, None, 1)
+    (result,) = rig.handle_batch(_info(4))
     assert result.outcome is Outcome.RECONSUMED
     assert "unknown" in result.reason
     assert rig.storage.deleted == []

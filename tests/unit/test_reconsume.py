@@ -41,6 +41,7 @@ def test_first_reconsume_sets_the_java_properties(rig: Rig) -> None:
         "trace": "abc",
         "REAL": "kept",
         props.REAL_TOPIC: REAL_TOPIC,
+        props.REAL_SUBSCRIPTION: "ledger-deletion-worker",
         props.ORIGIN_MESSAGE_ID_Y_TIME: "12:34:2",
         props.ORIGIN_MESSAGE_ID: "12:34:2",
         props.FIRST_ATTEMPT_TIME: str(message.published_ms),

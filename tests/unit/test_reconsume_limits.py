@@ -85,6 +85,7 @@ def test_archive_keeps_bytes_and_properties_and_adds_the_reason(rig: Rig) -> Non
     assert sent.properties == {
         "trace": "abc",
         props.REAL_TOPIC: REAL_TOPIC,
+        props.REAL_SUBSCRIPTION: "ledger-deletion-worker",
         props.ORIGIN_MESSAGE_ID_Y_TIME: "12:34:2",
         props.ORIGIN_MESSAGE_ID: "12:34:2",
         props.FIRST_ATTEMPT_TIME: str(message.published_ms),
