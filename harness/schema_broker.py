@@ -234,10 +234,14 @@ class _Connection:
             self.write(pb.BaseCommand(type=MESSAGE, message=command), tail)
 
     def get_schema(self, command: Any) -> None:
-        (version,) = struct.unpack(">q", command.schema_version)
+        """A version, or without one (as the client asks for the latest) the newest."""
         with self.broker.lock:
-            self.broker.schema_requests.append((command.topic, version))
             versions = self.broker.registry.get(command.topic, [])
+            if command.HasField("schema_version"):
+                (version,) = struct.unpack(">q", command.schema_version)
+            else:
+                version = len(versions) - 1
+            self.broker.schema_requests.append((command.topic, version))
             definition = versions[version] if 0 <= version < len(versions) else None
         response = pb.CommandGetSchemaResponse(request_id=command.request_id)
         if definition is None:
@@ -245,7 +249,7 @@ class _Connection:
             response.error_message = "no such schema version"
         else:
             response.schema.CopyFrom(pb.Schema(name="", schema_data=definition, type=AVRO))
-            response.schema_version = command.schema_version
+            response.schema_version = version_bytes(version)
         self.write(pb.BaseCommand(type=GET_SCHEMA_RESPONSE, getSchemaResponse=response))
 
 

@@ -7,14 +7,14 @@ keeping the token.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import httpx
 
 from core.errors import MetadataError, TransientMetadataError
 from deletion.adapters.admin_api import rest_path
-from deletion.domain.topics import NamespaceName, TopicName
+from deletion.domain.topics import NamespaceName, TopicName, java_url_encode
 from transport.admin_http import AdminHttp
 
 
@@ -31,6 +31,16 @@ class AdminRest:
         """PUT a JSON body to a topic's operation; the status, if 2xx or one of `also_ok`."""
         response = self.http.request("PUT", rest_path(topic, operation), body)
         if response.is_success or response.status_code in also_ok:
+            return response.status_code
+        raise self._error(response)
+
+    def post_schema(self, topic: TopicName, definition: Mapping[str, Any]) -> int:
+        """Register an AVRO schema on `topic`; the status (2xx, or 409: it holds another)."""
+        ns = topic.namespace
+        path = f"/admin/v2/schemas/{ns}/{java_url_encode(topic.local_name)}/schema"
+        body = {"type": "AVRO", "schema": json.dumps(definition), "properties": {}}
+        response = self.http.request("POST", path, body)
+        if response.is_success or response.status_code == 409:
             return response.status_code
         raise self._error(response)
 

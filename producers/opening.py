@@ -58,13 +58,15 @@ def open_phase_one(
             stack.callback(metadata.close)
         client = broker.connect(config, client_log)
         stack.callback(client.close)
+        schema = None
         if config.ledger_deletion_schema_enabled_of_two_phase_deletion:
-            declare(client, message.SCHEMA_DEFINITION)
+            schema = message.SCHEMA_DEFINITION
+            declare(client, schema)
         admin = open_admin(config)
         if admin is not None:
             stack.callback(admin.close)
         setup = (
-            AdminTopicSetup(admin, config.ledger_deletion_parallelism_of_two_phase_deletion)
+            AdminTopicSetup(admin, config.ledger_deletion_parallelism_of_two_phase_deletion, schema)
             if admin is not None
             else ClientTopicSetup(client)
         )

@@ -26,6 +26,15 @@ if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+# A JDK 17 and Maven for the real Apache Pulsar the suite starts (tests/real_pulsar): Maven
+# fetches its distribution and offloaders from Maven Central into ~/.m2 once (about 300 MB;
+# harness/pulsar_dist.py), javac builds the tests' small Java programs against its jars.
+if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+    echo "installing Debian's maven and openjdk-17-jdk-headless packages..."
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven openjdk-17-jdk-headless >/dev/null
+fi
+
 # The project with its test extra (pulsar-client, pulsar-lite, kazoo, hypothesis, ...).
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 

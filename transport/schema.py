@@ -28,7 +28,7 @@ import pulsar
 import structlog
 from pulsar.schema import BytesSchema, Schema
 
-from core.errors import TransientBrokerError
+from core.errors import BrokerError, TransientBrokerError
 from transport.client import translate
 
 log = structlog.get_logger(__name__)
@@ -110,8 +110,11 @@ def _avro_definition(info: Any) -> Mapping[str, Any] | None:
 
 
 def _base_topic(topic: str) -> str:
+    """Java's `TopicName.getPartitionIndex`: only the canonical digits of an int make a
+    partition (`t-partition-01` is a topic of its own)."""
     head, sep, tail = topic.rpartition("-partition-")
-    return head if sep and tail.isdigit() else topic
+    canonical = tail.isdigit() and str(int(tail)) == tail and int(tail) < 2**31
+    return head if sep and canonical else topic
 
 
 # Which schema each client's producers and consumers declare: set once where the client is
@@ -159,19 +162,50 @@ def subscribe(
 
 
 def create_producer(client: pulsar.Client, topic: str, **options: Any) -> Any:
-    """`client.create_producer` with the declared schema; without one if the broker refuses it
-    (a namespace that forbids schema updates, or holds an incompatible schema), so that
-    phase one never fails for a schema alone."""
+    """`client.create_producer` with the declared schema.
+
+    When the broker refuses it, what the topic holds decides. Another version of our own
+    record (a namespace that forbids schema updates, or a newer or older ledger-janitor):
+    produce without a schema, so that phase one never fails for a version alone; the domain
+    tells the writer by the first byte. Anything else (another type, another record): some
+    other producer writes to this topic, and nothing of ours goes there; BrokerError says
+    what it holds.
+    """
     schema = declared(client)
     try:
         return client.create_producer(topic, schema=schema, **options)
     except pulsar.IncompatibleSchema as exc:
         if isinstance(schema, BytesSchema):
             raise
+        held = _registered(client, topic)
+        if held is not None and held != ("AVRO", schema.schema_info().name()):
+            kind, name = held
+            raise BrokerError(
+                f"{topic} holds a {kind} schema{f' ({name})' if name else ''}, not our AVRO "
+                f"{schema.schema_info().name()}: another producer writes to it, so nothing "
+                "of ours is sent there; remove that producer and the topic's schema "
+                "(pulsar-admin schemas delete)"
+            ) from exc
         log.warning(
-            "the broker refused our schema; producing without one", topic=topic, error=str(exc)
+            "the broker refused this version of our schema; producing without one",
+            topic=topic,
+            error=str(exc),
         )
         return client.create_producer(topic, **options)
+
+
+def _registered(client: pulsar.Client, topic: str) -> tuple[str, str] | None:
+    """The type and record name of the topic's latest schema; None if the registry cannot say."""
+    try:
+        info = client._client.get_schema_info(_base_topic(topic), -1)
+    except pulsar.PulsarException:
+        return None
+    kind = str(info.schema_type()).rsplit(".", 1)[-1]
+    name = ""
+    if info.schema_type() == _pulsar.SchemaType.AVRO:
+        definition = _avro_definition(info)
+        name = str(definition.get("name", "")) if definition is not None else ""
+    return kind, name
 
 
 def written(received: Any) -> tuple[bytes, Mapping[str, Any] | None]:

@@ -16,7 +16,7 @@ SUBSCRIPTION = "ledger-deletion-worker"
 ARCHIVE_SUBSCRIPTION = "ledger-janitor-archive"
 RETRY_SUFFIX = "-RETRY"
 
-_PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>\d+)$")
+_PARTITION = re.compile(r"^(?P<base>.*)-partition-(?P<index>\d+)$")
 # Pulsar's NamedEntity rule for tenants and namespaces (Java's \w is ASCII-only).
 _NAME_PART = re.compile(r"[-=:.\w]+", re.ASCII)
 _MAX_PARTITION = 2**31 - 1  # Java parses the suffix as an int; past that it is no partition
@@ -99,6 +99,11 @@ class TopicName:
             raise DecodeError(f"not a topic name 'tenant/namespace/topic': {text!r}")
         if parts[2] in (".", ".."):
             raise DecodeError(f"not a topic name: {text!r}")
+        partition = _partition(parts[2])
+        if partition is not None and not partition["base"]:
+            # Java reads `-partition-5` as partition 5 of a blank local name, which its
+            # TopicName then refuses ("Topic local name must not be blank"): so does a broker.
+            raise DecodeError(f"not a topic name: {text!r} is a partition of a blank name")
         return cls(NamespaceName.parse(f"{parts[0]}/{parts[1]}"), parts[2])
 
     def __str__(self) -> str:

@@ -121,7 +121,9 @@ def test_plain_names_are_unchanged() -> None:
         ("orders", "orders", None),
         ("orders-partition-", "orders-partition-", None),
         ("orders-partition-x", "orders-partition-x", None),
-        ("-partition-3", "-partition-3", None),
+        # Java: partition 3 of a blank local name (which TopicName.parse refuses, as the
+        # broker does: "Topic local name must not be blank").
+        ("-partition-3", "", 3),
         # Java's TopicName.getPartitionIndex: only the canonical digits of an int.
         ("t-partition-01", "t-partition-01", None),
         ("t-partition-00", "t-partition-00", None),
@@ -237,6 +239,8 @@ def test_parse_rejects_missing_parts(text: str) -> None:
         "t/../x",
         "../ns/x",
         "t/./x",
+        "t/ns/-partition-5",
+        "persistent://t/ns/-partition-0",
     ],
 )
 def test_parse_rejects_path_tricks(text: str) -> None:

@@ -1,0 +1,58 @@
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.bookkeeper.client.BookKeeper;
+import org.apache.bookkeeper.client.LedgerHandle;
+import org.apache.bookkeeper.conf.ClientConfiguration;
+
+/**
+ * What a broker that crashed between creating a ledger and recording it leaves behind: ledgers
+ * made through BookKeeper's own client, with the custom metadata Pulsar writes on them
+ * (LedgerMetadataUtils), filled with entries, closed, and recorded nowhere.
+ *
+ *   LeakMaker ZK_HOSTS MANAGED_LEDGER_NAME CURSOR_OR_DASH COUNT BYTES_EACH
+ *
+ * Prints {"ledgers": [...]} on stdout.
+ */
+public final class LeakMaker {
+    private LeakMaker() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        ClientConfiguration conf = new ClientConfiguration()
+                .setMetadataServiceUri("zk+hierarchical://" + args[0] + "/ledgers");
+        Map<String, byte[]> metadata = new HashMap<>();
+        metadata.put("application", bytes("pulsar"));
+        metadata.put("component", bytes("managed-ledger"));
+        metadata.put("pulsar/managed-ledger", bytes(args[1]));
+        if (!"-".equals(args[2])) {
+            metadata.put("pulsar/cursor", bytes(args[2]));
+        }
+        int count = Integer.parseInt(args[3]);
+        long size = Long.parseLong(args[4]);
+        byte[] entry = new byte[64 * 1024];
+        List<Long> made = new ArrayList<>();
+        BookKeeper bookkeeper = new BookKeeper(conf);
+        try {
+            for (int i = 0; i < count; i++) {
+                LedgerHandle ledger = bookkeeper.createLedger(1, 1, 1, BookKeeper.DigestType.CRC32C,
+                        new byte[0], metadata);
+                for (long written = 0; written < size; written += entry.length) {
+                    ledger.addEntry(entry);
+                }
+                ledger.close();
+                made.add(ledger.getId());
+            }
+        } finally {
+            bookkeeper.close();
+        }
+        System.out.println(new ObjectMapper().writeValueAsString(Map.of("ledgers", made)));
+    }
+
+    private static byte[] bytes(String text) {
+        return text.getBytes(StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,170 @@
+"""What the real-broker tests share: a sidecar on the real cluster, real topics with real
+ledgers, and the broker's own view of them (internalStats, `/ledgers` in its ZooKeeper)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pulsar
+from kazoo.client import KazooClient
+
+from config import ServiceConfiguration
+from deletion.domain.topics import TopicName
+from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+from harness.pulsar_admin import BrokerAdmin
+from ledger_janitor.wiring import Sidecar, open_sidecar
+from tests.real_pulsar.conftest import RealPulsar
+from tests.reliability.raw_ledgers import ZooKeeperLedgers
+
+
+def config(pulsar_: RealPulsar, **overrides: Any) -> ServiceConfiguration:
+    settings: dict[str, Any] = {
+        "broker_service_url": pulsar_.service_url,
+        "web_service_url": pulsar_.web_url,
+        "metadata_store_url": pulsar_.metadata_url,
+        "send_delay_seconds_of_two_phase_deletion": 2,
+        "clock_skew_allowance_seconds_of_two_phase_deletion": 0,  # one machine, one clock
+        "reconsume_later_seconds_of_two_phase_deletion": 1,
+        "operation_timeout_seconds": 30,
+        "metrics_port": 0,
+    }
+    settings.update(overrides)
+    return ServiceConfiguration().with_overrides(**settings)
+
+
+def sidecar(pulsar_: RealPulsar, log: Path, **overrides: Any) -> Sidecar:
+    return open_sidecar(config(pulsar_, **overrides), client_log=log)
+
+
+def client(pulsar_: RealPulsar, log: Path) -> pulsar.Client:
+    logger = pulsar.FileLogger(pulsar.LoggerLevel.Warn, str(log))
+    return pulsar.Client(pulsar_.service_url, logger=logger, operation_timeout_seconds=30)
+
+
+def produce(
+    client_: pulsar.Client,
+    topic: TopicName,
+    count: int,
+    prefix: str = "m",
+    value: Callable[[int], Any] | None = None,
+    **options: Any,
+) -> list[Any]:
+    """`count` messages, one entry each (no batching): with 10 entries a ledger, a roll-over
+    every 10. A durable subscription `keep` is made first, so that the broker neither
+    trims them nor deletes the topic as inactive."""
+    client_.subscribe(
+        topic.full_name, "keep", initial_position=pulsar.InitialPosition.Earliest
+    ).close()
+    producer = client_.create_producer(topic.full_name, batching_enabled=False, **options)
+    sent = [
+        value(index) if value is not None else f"{prefix}-{index}".encode()
+        for index in range(count)
+    ]
+    for payload in sent:
+        producer.send(payload)
+    producer.close()
+    return sent
+
+
+def ledgers_of(admin: BrokerAdmin, topic: TopicName) -> set[int]:
+    """Every ledger the broker says the topic references: data, cursors, schema, compacted."""
+    stats = admin.internal_stats(topic)
+    found = {ledger["ledgerId"] for ledger in stats["ledgers"]}
+    found |= {cursor["cursorLedger"] for cursor in stats["cursors"].values()}
+    found |= {ledger["ledgerId"] for ledger in stats.get("schemaLedgers", [])}
+    found.add(stats.get("compactedLedger", {}).get("ledgerId", -1))
+    return {ledger for ledger in found if ledger >= 0}
+
+
+def bookkeeper_ledgers(zk: KazooClient) -> set[int]:
+    """The ledgers whose metadata exists in the cluster's ZooKeeper, read raw."""
+    return ZooKeeperLedgers(zk).alive()
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.2)
+
+
+def receive_all(consumer: Any, count: int, timeout: float = 30) -> list[Any]:
+    return [received for received, _ in receive_timed(consumer, count, timeout)]
+
+
+def receive_timed(consumer: Any, count: int, timeout: float = 30) -> list[tuple[Any, float]]:
+    """`count` messages, each with the wall-clock time it was handed over."""
+    received: list[tuple[Any, float]] = []
+    deadline = time.monotonic() + timeout
+    while len(received) < count:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"received {len(received)} of {count} within {timeout:.0f}s")
+        try:
+            message = consumer.receive(int(left * 1000))
+        except pulsar.Timeout:
+            continue
+        received.append((message, time.time()))
+    return received
+
+
+def drained(consumer: Any, messages: Iterable[Any]) -> None:
+    for received in messages:
+        consumer.acknowledge(received)
+
+
+def audit(*args: str, timeout: float = 600) -> dict[str, Any]:
+    """`ledger-janitor audit ... --json` as an operator runs it (Spark local[2] on loopback):
+    its figures, the last line it prints."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    command = [sys.executable, "-m", "ledger_janitor", "audit", "--spark-master", "local[2]",
+               "--json", *args]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    assert done.returncode == 0, f"audit exited {done.returncode}:\n{done.stderr[-3000:]}"
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def rows(query: str) -> list[tuple[Any, ...]]:
+    """The rows of a DuckDB query (over the audit's Parquet reports)."""
+    relation = duckdb.sql(query)
+    assert relation is not None, query
+    return relation.fetchall()
+
+
+def ledger_metadata(zk: KazooClient, ledger_id: int) -> dict[str, str]:
+    """A ledger's custom metadata, read raw: the hierarchical path worked out here, the v3
+    format (`BookieMetadataFormatVersion\t3\n`, a varint length, LedgerMetadataFormat)
+    parsed with the generated protobuf class."""
+    digits = f"{ledger_id:010d}"
+    data, _ = zk.get(f"/ledgers/{digits[:2]}/{digits[2:6]}/L{digits[6:]}")
+    header = b"BookieMetadataFormatVersion\t3\n"
+    assert data.startswith(header), data[:40]
+    length, shift, offset = 0, 0, len(header)
+    while True:  # the varint32 length
+        byte = data[offset]
+        length |= (byte & 0x7F) << shift
+        offset, shift = offset + 1, shift + 7
+        if byte < 0x80:
+            break
+    parsed = LedgerMetadataFormat()
+    parsed.ParseFromString(data[offset : offset + length])
+    return {entry.key: entry.value.decode() for entry in parsed.customMetadata}
+
+
+def schema_ledgers(zk: KazooClient, schema_id: str) -> set[int]:
+    """Every ledger in BookKeeper whose metadata says it holds a version of `schema_id`."""
+    return {
+        ledger
+        for ledger in bookkeeper_ledgers(zk)
+        if ledger_metadata(zk, ledger).get("pulsar/schemaId") == schema_id
+    }
