@@ -20,6 +20,13 @@ from harness.pulsar_admin import BrokerAdmin
 from harness.pulsar_standalone import PulsarStandalone
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A real broker's work (restarts, audits on Spark) outlasts the suite's 120 s default."""
+    for item in items:
+        if item.path.parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.timeout(600))
+
+
 @dataclass
 class RealPulsar:
     service_url: str
