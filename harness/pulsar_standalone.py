@@ -67,8 +67,11 @@ class PulsarStandalone:
         root: Path,
         settings: Mapping[str, object] | None = None,
         dist: Distribution | None = None,
+        admin_token: str | None = None,
     ) -> None:
+        """`admin_token`: a superuser's, for the health check of a broker that authenticates."""
         self.root = root
+        self.admin_token = admin_token
         self.dist = dist or distribution()
         self.extra = dict(settings or {})
         self.broker_port, self.web_port = free_port(), free_port()
@@ -151,7 +154,8 @@ class PulsarStandalone:
     def _wait_healthy(self, timeout: float) -> None:
         """The broker's health check produces and consumes a message on its heartbeat topic."""
         deadline = time.monotonic() + timeout
-        with httpx.Client(timeout=5, trust_env=False) as http:
+        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+        with httpx.Client(timeout=5, trust_env=False, headers=headers) as http:
             while time.monotonic() < deadline:
                 if self.process is not None and self.process.poll() is not None:
                     raise RuntimeError(f"Pulsar exited; see {self.root / 'logs' / 'stdout.log'}")

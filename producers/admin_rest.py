@@ -47,6 +47,13 @@ class AdminRest:
     def namespace_policy(self, namespace: NamespaceName, policy: str) -> Any:
         """A namespace policy's JSON; None when none is set (204, or 404 on older brokers)."""
         path = f"/admin/v2/namespaces/{namespace.tenant}/{namespace.namespace}/{policy}"
+        return self._policy(path)
+
+    def topic_policy(self, topic: TopicName, policy: str) -> Any:
+        """A topic's policy JSON (its permissions, say); None when none is set or no topic."""
+        return self._policy(rest_path(topic, policy))
+
+    def _policy(self, path: str) -> Any:
         response = self.http.request("GET", path)
         if response.status_code in (204, 404) or (response.is_success and not response.content):
             return None

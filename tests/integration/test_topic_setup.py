@@ -163,6 +163,7 @@ POLICIES = {
     "retention": (204, b""),
     "inactiveTopicPolicies": (204, b""),
     "subscriptionExpirationTime": (204, b""),
+    "permissions": (200, b"{}"),  # what a broker with authorization off answers
 }
 
 
@@ -185,6 +186,8 @@ def test_broker_defaults_warn_only_about_the_archive_without_retention(serve: An
         "/admin/v2/namespaces/acme/orders/inactiveTopicPolicies",
         "/admin/v2/namespaces/acme/orders/retention",
         "/admin/v2/namespaces/acme/orders/subscriptionExpirationTime",
+        "/admin/v2/namespaces/acme/orders/permissions",
+        "/admin/v2/persistent/acme/orders/__ledger_deletion/permissions",
     ]
     assert {r.method for r in server.seen} == {"GET"}
     assert len(risks) == 1 and "set-retention acme/orders" in risks[0]
