@@ -91,6 +91,7 @@ MODULES: tuple[Module, ...] = (
         (
             "tests/unit/test_decision.py",
             "tests/unit/test_decision_creators.py",
+            "tests/unit/test_decision_offload.py",
             "tests/unit/test_ownership.py",
             *HANDLER,
         ),
@@ -150,8 +151,8 @@ MODULES: tuple[Module, ...] = (
     Module(
         "archive",
         "consumers/archive.py",
-        ("tests/unit/test_archive_drain_order.py",),
-        # What a drain does with each archived message; listing and subscribing need a broker.
+        ("tests/unit/test_archive_drain_order.py", "tests/integration/test_archive_drain.py"),
+        # What a drain does with each archived message (listing and subscribing aside).
         functions=tuple(
             f"consumers.archive.xǁArchiveDrainǁ{name}__mutmut_*"
             for name in ("_settle", "_rearchive")

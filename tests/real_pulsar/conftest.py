@@ -25,6 +25,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.parent == Path(__file__).parent:
             item.add_marker(pytest.mark.timeout(600))
+            item.add_marker(pytest.mark.pulsar)
 
 
 @dataclass

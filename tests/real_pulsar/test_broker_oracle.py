@@ -163,6 +163,8 @@ def _every_ledger_enqueued(zk: KazooClient) -> list[PendingDeleteLedgerInfo]:
             if path.count("/") == 1:
                 topic = TopicName(NamespaceName.parse(path), java_url_decode(local))
             component = LedgerComponent.SCHEMA_STORAGE
+        if topic.namespace.tenant == "pulsar":  # the broker's heartbeat namespaces: no admin
+            topic = TopicName.parse("public/default/x")
         infos.append(PendingDeleteLedgerInfo(topic, component, LedgerType.LEDGER, ledger_id))
     return infos
 

@@ -56,15 +56,17 @@ def test_offloaded_copies_are_kept_and_a_retried_offloads_leftover_is_deleted(
                 "--set", "sendDelaySecondsOfTwoPhaseDeletion=1",
                 "--set", f"deletionNamespaces={real_namespace}")  # fmt: skip
         print("audit:", json.dumps(figures))
-        # The cluster's other namespaces are audited too: judge this one's rows. Every copy the
-        # managed ledger names is referenced; the leftover alone is an orphan, and enqueued.
+        # The cluster's other namespaces are audited too: judge this one's rows (the report
+        # lists the copies nothing references). Every copy the managed ledger names is
+        # referenced; the leftover alone is an orphan, and enqueued.
         found = rig.rows(
             f"SELECT ledger_id, uuid, status FROM '{report}/offloaded/**/*.parquet'"
             f" WHERE namespace = '{real_namespace}'"
         )
-        assert len(found) == 4, found
-        orphans = [f"{ledger}-{uuid_}" for ledger, uuid_, status in found if status == "orphan"]
-        assert orphans == [leftover.name]
+        assert [(f"{ledger}-{uuid_}", status) for ledger, uuid_, status in found] == [
+            (leftover.name, "orphan")
+        ]
+        assert figures["offloaded_copies"] >= 4
         assert figures["offload_enqueued"] >= 1
 
         sidecar = rig.sidecar(

@@ -115,3 +115,55 @@ def test_a_failed_replacement_send_leaves_the_archived_message_unacked(
         drain._settle(OrderedConsumer(journal), _archived(info), dry_run=False)
     assert "ack" not in journal.events  # still archived: redelivered to the next drain
     assert journal.events in (["enqueue"], ["re-archive"])
+
+
+@dataclass
+class RecordingPool:
+    sent: list[tuple[str, bytes, dict[str, str], Any]] = field(default_factory=list)
+
+    def send(self, topic: str, payload: bytes, properties: Any, key: Any = None) -> Future[Any]:
+        self.sent.append((topic, payload, dict(properties), key))
+        done: Future[Any] = Future()
+        done.set_result("id")
+        return done
+
+
+def test_a_rearchived_message_keeps_its_bytes_key_and_properties_and_says_why(rig: Rig) -> None:
+    pool, journal = RecordingPool(), Journal()
+    drain = ArchiveDrain(None, rig.handler(), FailingPhaseOne(journal, False), pool, lambda: NOW)  # type: ignore[arg-type]
+    payload = message.encode(_info(5))
+    received = FakeMessage(payload, {"ARCHIVE_REASON": "gave up", "DRAIN_ATTEMPTS": "2", "x": "y"})
+    drain._settle(OrderedConsumer(journal), ArchivedMessage.of(NS, received), dry_run=False)
+    ((topic, sent, properties, key),) = pool.sent
+    assert (topic, sent, key) == (NS.archive_topic, payload, "k")
+    assert properties == {
+        "x": "y",
+        "ARCHIVE_REASON": f"ledger 5 is still referenced by {_info(5).topic_name}",
+        "ARCHIVE_TIME": str(int(NOW * 1000)),
+        "DRAIN_ATTEMPTS": "3",
+    }
+
+
+def test_an_undecodable_archived_message_is_archived_again_with_its_reason(rig: Rig) -> None:
+    pool, journal = RecordingPool(), Journal()
+    drain = ArchiveDrain(None, rig.handler(), FailingPhaseOne(journal, False), pool, lambda: NOW)  # type: ignore[arg-type]
+    received = FakeMessage(b"\x00junk", {"ARCHIVE_REASON": "undecodable message: junk"})
+    outcome, reason = drain._settle(
+        OrderedConsumer(journal), ArchivedMessage.of(NS, received), dry_run=False
+    )
+    assert (outcome, reason) == (Outcome.REARCHIVED, "undecodable message: junk")
+    assert pool.sent[0][2]["ARCHIVE_REASON"] == "undecodable message: junk"
+    assert journal.events == ["ack"]
+
+
+@pytest.mark.parametrize(
+    ("which", "outcome"),
+    [("young", Outcome.WOULD_REQUEUE), ("referenced", Outcome.WOULD_REARCHIVE)],
+)
+def test_a_dry_run_sends_and_acks_nothing(rig: Rig, which: str, outcome: Outcome) -> None:
+    pool, journal = RecordingPool(), Journal()
+    drain = ArchiveDrain(None, rig.handler(), FailingPhaseOne(journal, False), pool, lambda: NOW)  # type: ignore[arg-type]
+    info = _young(rig) if which == "young" else _info(5)
+    settled = drain._settle(OrderedConsumer(journal), _archived(info), dry_run=True)
+    assert settled[0] is outcome
+    assert journal.events == [] and pool.sent == []

@@ -94,3 +94,48 @@ def test_zookeeper_the_bookie_and_the_sidecar_keep_their_data_in_volumes() -> No
 
 def test_the_metadata_store_is_published_for_host_commands() -> None:
     assert published(SERVICES["zookeeper"]).get(2181) == 2181
+
+
+STANDALONE: dict[str, Any] = yaml.safe_load(
+    (REPO / "docker-compose.standalone.yml").read_text()
+)["services"]["standalone"]
+
+
+def test_the_standalone_stack_runs_the_suites_pulsar_version_with_its_settings() -> None:
+    from harness.pulsar_dist import PULSAR_VERSION
+
+    assert STANDALONE["image"].endswith(f":${{PULSAR_VERSION:-{PULSAR_VERSION}}}")
+    assert "./harness/pulsar/standalone.conf:/ledger-janitor/standalone.conf:ro" in (
+        STANDALONE["volumes"]
+    )
+    assert STANDALONE["environment"]["PULSAR_STANDALONE_USE_ZOOKEEPER"] == "1"
+
+
+def test_the_standalone_stack_lays_the_settings_over_the_image_conf_as_the_harness_does(
+    tmp_path: Path,
+) -> None:
+    """The compose command's script, run here on a sample of Pulsar's own standalone.conf,
+    gives every key of harness/pulsar/standalone.conf the value the test harness gives it."""
+    import subprocess
+
+    from harness.pulsar_standalone import OVERRIDES, overlay, read_settings
+
+    script = STANDALONE["command"][2].replace("$$", "$")
+    script = script.replace("/ledger-janitor/standalone.conf", str(OVERRIDES))
+    script = script.replace("exec bin/pulsar standalone", "echo")
+    (tmp_path / "conf").mkdir()
+    sample = "# stock\ngcWaitTime=300000\nbrokerServicePort=6650\nlogSizeLimit=1073741824\n"
+    (tmp_path / "conf" / "standalone.conf").write_text(sample)
+    subprocess.run(["bash", "-c", script], cwd=tmp_path, check=True, capture_output=True)
+    composed = read_settings(tmp_path / "conf" / "standalone.conf")
+    harnessed = read_settings_text(overlay(sample, read_settings(OVERRIDES)))
+    assert {k: composed[k] for k in harnessed} == harnessed
+    assert composed["fileSystemURI"] == "file:///pulsar/offload"
+
+
+def read_settings_text(text: str) -> dict[str, str]:
+    return {
+        line.split("=", 1)[0]: line.split("=", 1)[1]
+        for line in text.splitlines()
+        if "=" in line and not line.startswith("#")
+    }
