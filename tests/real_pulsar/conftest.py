@@ -16,7 +16,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from deletion.domain.topics import NamespaceName
+from harness.java import JavaPrograms
 from harness.pulsar_admin import BrokerAdmin
+from harness.pulsar_dist import distribution
 from harness.pulsar_standalone import PulsarStandalone
 
 
@@ -93,6 +95,13 @@ def pulsar_zk(real_pulsar: RealPulsar) -> Iterator[KazooClient]:
     yield client
     client.stop()
     client.close()
+
+
+@pytest.fixture(scope="session")
+def java(tmp_path_factory: pytest.TempPathFactory) -> JavaPrograms:
+    """The tests' Java programs (`java/`), compiled against the distribution's own jars."""
+    sources = Path(__file__).parent / "java"
+    return JavaPrograms(sources, tmp_path_factory.mktemp("java"), distribution()).compile()
 
 
 @pytest.fixture

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pulsar
-import pytest
 
 from deletion.domain import message
 from deletion.domain import message_properties as props
@@ -23,19 +21,12 @@ from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from harness.janitor import Recorder
 from harness.java import JavaPrograms
 from harness.pulsar_admin import BrokerAdmin
-from harness.pulsar_dist import distribution
 from ledger_janitor.seeding import pending
 from tests.real_pulsar import rig
 from tests.real_pulsar.conftest import RealPulsar
 from transport.schema import subscribe, written
 
-JAVA = Path(__file__).parent / "java"
 PEER = "JanitorPeer"
-
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaPrograms]:
-    yield JavaPrograms(JAVA, tmp_path_factory.mktemp("java"), distribution()).compile()
 
 
 def test_what_schema_avro_makes_of_the_pips_own_class(java: JavaPrograms) -> None:

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pulsar
-import pytest
 from kazoo.client import KazooClient
 
 from deletion.domain.outcome import Outcome
@@ -26,18 +24,11 @@ from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Recorder
 from harness.java import JavaPrograms
 from harness.pulsar_admin import BrokerAdmin
-from harness.pulsar_dist import distribution
 from tests.real_pulsar import rig
 from tests.real_pulsar.conftest import RealPulsar
 from tests.reliability import oracle
 
 LEAK_BYTES = 1_500_000  # a ledger's worth of 64 KiB entries
-
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaPrograms]:
-    directory = Path(__file__).parent / "java"
-    yield JavaPrograms(directory, tmp_path_factory.mktemp("java"), distribution()).compile()
 
 
 def _entry_log_bytes(ledger_dir: Path) -> int:

@@ -26,6 +26,7 @@ from deletion.domain.topics import (
 )
 from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
 from harness.janitor import Recorder
+from harness.java import JavaPrograms
 from harness.pulsar_admin import BrokerAdmin
 from ledger_janitor.seeding import pending
 from tests.real_pulsar import rig
@@ -94,10 +95,11 @@ def test_the_broker_itself_holds_a_delayed_message(
 
 def test_reconsume_later_goes_through_the_real_retry_topic_then_to_the_archive(
     real_pulsar: RealPulsar, broker_admin: BrokerAdmin, real_namespace: NamespaceName,
-    client_log: Path,
+    client_log: Path, java: JavaPrograms,
 ) -> None:  # fmt: skip
     """A ledger a real topic still references: reconsumed through the broker's retry topic
-    (delayed by the broker), then archived with Java's properties."""
+    (delayed by the broker), then archived with Java's properties, which a Java consumer with
+    `Schema.AVRO` reads as a dead-lettered message."""
     raw = rig.client(real_pulsar, client_log)
     sidecar = rig.sidecar(
         real_pulsar, client_log, max_reconsume_times_of_two_phase_deletion=2,
@@ -128,7 +130,12 @@ def test_reconsume_later_goes_through_the_real_retry_topic_then_to_the_archive(
         properties = archived.properties()
         assert properties[props.RECONSUME_TIMES] == "3"
         assert properties[props.REAL_TOPIC] == real_namespace.deletion_topic
+        assert properties[props.REAL_SUBSCRIPTION] == SUBSCRIPTION
         assert "still referenced" in properties[props.ARCHIVE_REASON]
+        (dead,) = java.run("JanitorPeer", "read", real_pulsar.service_url,
+                           real_namespace.archive_topic, "java-inspect", 1)  # fmt: skip
+        assert (dead["topicName"], dead["ledgerId"]) == (str(topic), referenced)
+        assert dead["properties"] == properties
     finally:
         sidecar.close()
         raw.close()

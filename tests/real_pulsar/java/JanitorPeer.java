@@ -25,6 +25,7 @@ import org.apache.pulsar.client.api.SubscriptionType;
  *   produce URL DELETION_TOPIC TOPIC LEDGER COMPONENT DELAY_S   one pending deletion
  *   reconsume URL DELETION_TOPIC SUBSCRIPTION COUNT DELAY_S     receive COUNT, reconsumeLater each
  *   receive URL TOPIC SUBSCRIPTION COUNT        receive COUNT (enableRetry, DeadLetterPolicy), ack
+ *   read URL TOPIC SUBSCRIPTION COUNT           receive COUNT with a plain consumer, ack
  */
 public final class JanitorPeer {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -40,6 +41,7 @@ public final class JanitorPeer {
             case "produce" -> produce(args);
             case "reconsume" -> reconsume(args);
             case "receive" -> receive(args);
+            case "read" -> read(args);
             default -> throw new IllegalArgumentException("unknown command " + args[0]);
         }
     }
@@ -116,6 +118,24 @@ public final class JanitorPeer {
     private static void receive(String[] args) throws Exception {
         try (PulsarClient client = client(args[1]);
                 Consumer<PendingDeleteLedgerInfo> consumer = consumer(client, args[2], args[3])) {
+            for (int i = 0; i < Integer.parseInt(args[4]); i++) {
+                Message<PendingDeleteLedgerInfo> message = consumer.receive(60, TimeUnit.SECONDS);
+                if (message == null) {
+                    throw new IllegalStateException("nothing to receive");
+                }
+                emit(describe(message));
+                consumer.acknowledge(message);
+            }
+        }
+    }
+
+    private static void read(String[] args) throws Exception {
+        try (PulsarClient client = client(args[1]);
+                Consumer<PendingDeleteLedgerInfo> consumer = client
+                        .newConsumer(Schema.AVRO(PendingDeleteLedgerInfo.class))
+                        .topic(args[2]).subscriptionName(args[3])
+                        .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
+                        .subscribe()) {
             for (int i = 0; i < Integer.parseInt(args[4]); i++) {
                 Message<PendingDeleteLedgerInfo> message = consumer.receive(60, TimeUnit.SECONDS);
                 if (message == null) {
