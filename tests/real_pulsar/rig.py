@@ -19,6 +19,7 @@ from kazoo.client import KazooClient
 from config import ServiceConfiguration
 from deletion.domain.topics import TopicName
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+from harness.janitor import Recorder
 from harness.pulsar_admin import BrokerAdmin
 from ledger_janitor.wiring import Sidecar, open_sidecar
 from tests.real_pulsar.conftest import RealPulsar
@@ -168,3 +169,17 @@ def schema_ledgers(zk: KazooClient, schema_id: str) -> set[int]:
         for ledger in bookkeeper_ledgers(zk)
         if ledger_metadata(zk, ledger).get("pulsar/schemaId") == schema_id
     }
+
+
+def run_worker(
+    sidecar: Sidecar, until: Callable[[Recorder], bool], timeout: float = 60
+) -> Recorder:
+    """The sidecar's worker, started, until `until(recorder)` holds; stopped either way."""
+    recorder = Recorder()
+    worker = sidecar.worker(observers=[recorder], refresh_interval_seconds=0.5)
+    worker.start()
+    try:
+        recorder.wait_for(lambda _: until(recorder), timeout=timeout)
+    finally:
+        worker.stop()
+    return recorder

@@ -17,7 +17,6 @@ from core.errors import MetadataError
 from deletion.adapters.admin_api import AdminApiInUseLedgers
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import DELETION_TOPIC, NamespaceName, TopicName
-from harness.janitor import Recorder
 from harness.pulsar_admin import BrokerAdmin
 from harness.pulsar_dist import distribution
 from harness.pulsar_standalone import PulsarStandalone
@@ -81,17 +80,22 @@ def _namespace(secured: SecuredPulsar, name: str) -> NamespaceName:
     return namespace
 
 
+def _written(secured: SecuredPulsar, topic: TopicName, log: Path) -> tuple[TopicName, set[int]]:
+    """The topic with 15 messages (two ledgers) written by the superuser; the ledgers the
+    broker says it references."""
+    client = secured.client("admin", log)
+    try:
+        rig.produce(client, topic, 15)
+    finally:
+        client.close()
+    return topic, rig.ledgers_of(secured.admin, topic)
+
+
 def test_the_admin_source_reads_the_real_internal_stats_with_the_token(
     secured: SecuredPulsar, client_log: Path
 ) -> None:
     ns = _namespace(secured, "authed")
-    client = secured.client("admin", client_log)
-    try:
-        topic = TopicName(ns, "orders")
-        rig.produce(client, topic, 15)
-    finally:
-        client.close()
-    referenced = rig.ledgers_of(secured.admin, topic)
+    topic, referenced = _written(secured, TopicName(ns, "orders"), client_log)
     config = {
         "in_use_ledgers_source": "ADMIN",
         "auth_plugin": TOKEN_PLUGIN,
@@ -102,17 +106,11 @@ def test_the_admin_source_reads_the_real_internal_stats_with_the_token(
     sidecar = rig.sidecar(
         secured.cluster, client_log, auth_params=f"token:{secured.tokens['admin']}", **config
     )
-    recorder = Recorder()
     try:
         sidecar.phase_one.enqueue([pending(topic, ledger) for ledger in sorted(referenced)])
-        worker = sidecar.worker(observers=[recorder], refresh_interval_seconds=0.5)
-        worker.start()
-        try:
-            recorder.wait_for(
-                lambda rs: all(Outcome.ARCHIVED in recorder.of(i) for i in referenced), 60
-            )
-        finally:
-            worker.stop()
+        recorder = rig.run_worker(
+            sidecar, lambda r: all(Outcome.ARCHIVED in r.of(i) for i in referenced)
+        )
     finally:
         sidecar.close()
     for result in recorder.results:
@@ -125,13 +123,7 @@ def test_a_wrong_token_is_unknown_and_nothing_is_deleted(
     secured: SecuredPulsar, client_log: Path
 ) -> None:
     ns = _namespace(secured, "wrong")
-    client = secured.client("admin", client_log)
-    try:
-        topic = TopicName(ns, "orders")
-        rig.produce(client, topic, 15)
-    finally:
-        client.close()
-    referenced = rig.ledgers_of(secured.admin, topic)
+    topic, referenced = _written(secured, TopicName(ns, "orders"), client_log)
     http = AdminHttp(secured.cluster.web_url, token=secured.tokens["stranger"])
     source = AdminApiInUseLedgers(http)
     try:

@@ -18,7 +18,6 @@ from deletion.domain import message
 from deletion.domain import message_properties as props
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
-from harness.janitor import Recorder
 from harness.java import JavaPrograms
 from harness.pulsar_admin import BrokerAdmin
 from ledger_janitor.seeding import pending
@@ -66,13 +65,7 @@ def test_a_java_producer_feeds_our_worker(
         sidecar.phase_one.enqueue([pending(topic, 99_999_999)])  # our topics, our schema first
         java.run(PEER, "produce", real_pulsar.service_url, real_namespace.deletion_topic,
                  str(topic), ledger, "MANAGED_LEDGER", 1)  # fmt: skip
-        recorder = Recorder()
-        worker = sidecar.worker(observers=[recorder], refresh_interval_seconds=0.5)
-        worker.start()
-        try:
-            recorder.wait_for(lambda rs: Outcome.RECONSUMED in recorder.of(ledger), timeout=60)
-        finally:
-            worker.stop()
+        recorder = rig.run_worker(sidecar, lambda r: Outcome.RECONSUMED in r.of(ledger))
         (result,) = [r for r in recorder.results if r.info and r.info.ledger_id == ledger][:1]
         assert result.info is not None
         assert result.info.topic_name == topic and result.info.properties == {"sentBy": "java"}
@@ -113,19 +106,10 @@ def test_java_reconsume_later_and_ours_write_the_same_properties_and_read_each_o
             original["properties"] == {props.DELAY_TIME: "2000"} and original["ledgerId"] == first
         )
         sidecar.phase_one.enqueue([pending(topic, second)])
-        recorder = Recorder()
-        worker = sidecar.worker(observers=[recorder], refresh_interval_seconds=0.5)
-        worker.start()
-        try:
-            recorder.wait_for(
-                lambda rs: (
-                    Outcome.RECONSUMED in recorder.of(first)
-                    and Outcome.RECONSUMED in recorder.of(second)
-                ),
-                timeout=60,
-            )
-        finally:
-            worker.stop()
+        rig.run_worker(
+            sidecar,
+            lambda r: Outcome.RECONSUMED in r.of(first) and Outcome.RECONSUMED in r.of(second),
+        )
         held = {}
         for received in rig.receive_all(inspect, 3):
             info = message.decode(*written(received))

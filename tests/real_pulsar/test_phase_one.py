@@ -25,7 +25,6 @@ from deletion.domain.topics import (
     TopicName,
 )
 from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
-from harness.janitor import Recorder
 from harness.java import JavaPrograms
 from harness.pulsar_admin import BrokerAdmin
 from ledger_janitor.seeding import pending
@@ -110,13 +109,7 @@ def test_reconsume_later_goes_through_the_real_retry_topic_then_to_the_archive(
         rig.produce(raw, topic, 5)
         (referenced, *_) = sorted(rig.ledgers_of(broker_admin, topic))
         sidecar.phase_one.enqueue([pending(topic, referenced)])  # a crash before the commit
-        recorder = Recorder()
-        worker = sidecar.worker(observers=[recorder], refresh_interval_seconds=0.5)
-        worker.start()
-        try:
-            recorder.wait_for(lambda rs: Outcome.ARCHIVED in recorder.of(referenced), timeout=60)
-        finally:
-            worker.stop()
+        recorder = rig.run_worker(sidecar, lambda r: Outcome.ARCHIVED in r.of(referenced))
         assert recorder.of(referenced) == [Outcome.RECONSUMED, Outcome.RECONSUMED, Outcome.ARCHIVED]
         assert referenced in rig.ledgers_of(broker_admin, topic)
         retry = TopicName.parse(real_namespace.retry_topic)

@@ -101,31 +101,35 @@ public final class JanitorPeer {
                 .subscribe();
     }
 
+    /** Receive COUNT messages; each one is described, then handled by `then`. */
+    private static void each(Consumer<PendingDeleteLedgerInfo> consumer, String count,
+            MessageAction then) throws Exception {
+        for (int i = 0; i < Integer.parseInt(count); i++) {
+            Message<PendingDeleteLedgerInfo> message = consumer.receive(60, TimeUnit.SECONDS);
+            if (message == null) {
+                throw new IllegalStateException("nothing to receive");
+            }
+            emit(describe(message));
+            then.accept(message);
+        }
+    }
+
+    private interface MessageAction {
+        void accept(Message<PendingDeleteLedgerInfo> message) throws Exception;
+    }
+
     private static void reconsume(String[] args) throws Exception {
         try (PulsarClient client = client(args[1]);
                 Consumer<PendingDeleteLedgerInfo> consumer = consumer(client, args[2], args[3])) {
-            for (int i = 0; i < Integer.parseInt(args[4]); i++) {
-                Message<PendingDeleteLedgerInfo> message = consumer.receive(60, TimeUnit.SECONDS);
-                if (message == null) {
-                    throw new IllegalStateException("nothing to receive");
-                }
-                emit(describe(message));
-                consumer.reconsumeLater(message, Long.parseLong(args[5]), TimeUnit.SECONDS);
-            }
+            long delay = Long.parseLong(args[5]);
+            each(consumer, args[4], m -> consumer.reconsumeLater(m, delay, TimeUnit.SECONDS));
         }
     }
 
     private static void receive(String[] args) throws Exception {
         try (PulsarClient client = client(args[1]);
                 Consumer<PendingDeleteLedgerInfo> consumer = consumer(client, args[2], args[3])) {
-            for (int i = 0; i < Integer.parseInt(args[4]); i++) {
-                Message<PendingDeleteLedgerInfo> message = consumer.receive(60, TimeUnit.SECONDS);
-                if (message == null) {
-                    throw new IllegalStateException("nothing to receive");
-                }
-                emit(describe(message));
-                consumer.acknowledge(message);
-            }
+            each(consumer, args[4], consumer::acknowledge);
         }
     }
 
@@ -136,14 +140,7 @@ public final class JanitorPeer {
                         .topic(args[2]).subscriptionName(args[3])
                         .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
                         .subscribe()) {
-            for (int i = 0; i < Integer.parseInt(args[4]); i++) {
-                Message<PendingDeleteLedgerInfo> message = consumer.receive(60, TimeUnit.SECONDS);
-                if (message == null) {
-                    throw new IllegalStateException("nothing to receive");
-                }
-                emit(describe(message));
-                consumer.acknowledge(message);
-            }
+            each(consumer, args[4], consumer::acknowledge);
         }
     }
 
