@@ -96,17 +96,18 @@ def test_the_metadata_store_is_published_for_host_commands() -> None:
     assert published(SERVICES["zookeeper"]).get(2181) == 2181
 
 
-STANDALONE: dict[str, Any] = yaml.safe_load(
-    (REPO / "docker-compose.standalone.yml").read_text()
-)["services"]["standalone"]
+STANDALONE: dict[str, Any] = yaml.safe_load((REPO / "docker-compose.standalone.yml").read_text())[
+    "services"
+]["standalone"]
 
 
 def test_the_standalone_stack_runs_the_suites_pulsar_version_with_its_settings() -> None:
     from harness.pulsar_dist import PULSAR_VERSION
 
     assert STANDALONE["image"].endswith(f":${{PULSAR_VERSION:-{PULSAR_VERSION}}}")
-    assert "./harness/pulsar/standalone.conf:/ledger-janitor/standalone.conf:ro" in (
-        STANDALONE["volumes"]
+    assert (
+        "./harness/pulsar/standalone.conf:/ledger-janitor/standalone.conf:ro"
+        in (STANDALONE["volumes"])
     )
     assert STANDALONE["environment"]["PULSAR_STANDALONE_USE_ZOOKEEPER"] == "1"
 
