@@ -25,7 +25,7 @@ def serving(respond: Responder) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(payload)
 
-        do_GET = do_DELETE = do_PUT = _answer
+        do_GET = do_DELETE = do_PUT = do_POST = _answer
 
         def log_message(self, *args: object) -> None:
             pass

@@ -35,14 +35,16 @@ class AdminRest:
         raise self._error(response)
 
     def post_schema(self, topic: TopicName, definition: Mapping[str, Any]) -> int:
-        """Register an AVRO schema on `topic`; the status (2xx, or 409: it holds another)."""
+        """Register an AVRO schema on `topic`; the status (2xx; 409: it holds another; any
+        other answer but a transient one: this broker would not, and the producers register
+        it themselves). Transient answers (429, 502-504) raise, to be retried."""
         ns = topic.namespace
         path = f"/admin/v2/schemas/{ns}/{java_url_encode(topic.local_name)}/schema"
         body = {"type": "AVRO", "schema": json.dumps(definition), "properties": {}}
         response = self.http.request("POST", path, body)
-        if response.is_success or response.status_code == 409:
-            return response.status_code
-        raise self._error(response)
+        if response.status_code in (429, 502, 503, 504):
+            raise self._error(response)
+        return response.status_code
 
     def namespace_policy(self, namespace: NamespaceName, policy: str) -> Any:
         """A namespace policy's JSON; None when none is set (204, or 404 on older brokers)."""

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pulsar
+import structlog
 
 from deletion.domain.topics import (
     ARCHIVE_SUBSCRIPTION,
@@ -37,6 +38,7 @@ from producers.admin_rest import AdminRest
 from transport.client import translate
 from transport.schema import subscribe
 
+log = structlog.get_logger(__name__)
 EARLIEST = {"ledgerId": -1, "entryId": -1}  # MessageId.earliest, as ResetCursorData
 
 
@@ -70,7 +72,11 @@ class AdminTopicSetup:
         self._admin.put(deletion, "partitions", self._partitions, also_ok=(409,))
         if self._schema is not None:
             for topic, _ in subscriptions(namespace):
-                self._admin.post_schema(TopicName.parse(topic), self._schema)
+                status = self._admin.post_schema(TopicName.parse(topic), self._schema)
+                if status >= 400 and status != 409:
+                    log.warning(
+                        "the broker did not register our schema", topic=topic, status=status
+                    )
         for topic, subscription in subscriptions(namespace):
             operation = f"subscription/{subscription}"
             self._admin.put(TopicName.parse(topic), operation, EARLIEST, also_ok=(409,))

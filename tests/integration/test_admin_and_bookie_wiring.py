@@ -78,8 +78,8 @@ def test_worker_reads_in_use_ledgers_from_internal_stats(
     requests: list[str] = []
 
     def respond(method: str, path: str) -> tuple[int, Any]:
-        if method == "PUT":
-            return 204, None  # the retry topic's setup before the worker's first retry
+        if method in ("PUT", "POST"):
+            return 204, None  # the retry topic's setup (and its schema) before the first retry
         requests.append(path)
         return (200, served) if path == expected_path else (404, {"reason": "Topic not found"})
 
