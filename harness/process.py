@@ -52,9 +52,11 @@ def stop_sidecar(process: subprocess.Popen[str]) -> str:
     return stderr
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll another process's effects (it cannot notify us)."""
+def wait_until(
+    condition: Callable[[], bool], timeout: float, what: str, poll: float = 0.02
+) -> None:
+    """Poll another process's effects (it cannot notify us), every `poll` seconds."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
+        time.sleep(poll)

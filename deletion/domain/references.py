@@ -56,7 +56,6 @@ class Reference:
     # What the managed ledger records of the ledger (LedgerInfo.entries, .size), if known.
     entries: int | None = None
     size: int | None = None
-    cursor: str | None = None  # MANAGED_CURSOR: the cursor whose ledger it is
 
 
 @dataclass(frozen=True)
@@ -152,7 +151,7 @@ def _cursor(store: MetadataStore, path: str) -> ManagedCursorInfo | None:
 def _cursor_references(cursor: ManagedCursorInfo, cursor_name: str) -> list[Reference]:
     found = []
     if cursor.cursorsLedgerId >= 0:
-        found.append(Reference(cursor.cursorsLedgerId, Holder.MANAGED_CURSOR, cursor=cursor_name))
+        found.append(Reference(cursor.cursorsLedgerId, Holder.MANAGED_CURSOR))
     if cursor_name == COMPACTION_CURSOR:
         # Best effort: the latest value may sit in the cursor ledger, out of reach here;
         # compacted ledgers are never deletable through a managed-ledger message anyway,

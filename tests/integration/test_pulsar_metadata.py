@@ -224,8 +224,8 @@ def test_each_reference_says_what_holds_it(backend: Backend, namespace: Namespac
         Reference(1, Holder.MANAGED_LEDGER),
         Reference(2, Holder.MANAGED_LEDGER, bookkeeper_deleted=True),
         Reference(3, Holder.MANAGED_LEDGER),
-        Reference(4, Holder.MANAGED_CURSOR, cursor="sub"),
-        Reference(5, Holder.MANAGED_CURSOR, cursor=COMPACTION_CURSOR),
+        Reference(4, Holder.MANAGED_CURSOR),
+        Reference(5, Holder.MANAGED_CURSOR),
         Reference(6, Holder.COMPACTED),
     ]
     assert schema_references(backend.metadata, schema_path(topic)) == [

@@ -19,6 +19,7 @@ from kazoo.client import KazooClient
 from config import ServiceConfiguration
 from deletion.domain.topics import TopicName
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+from harness import process
 from harness.janitor import Recorder
 from harness.pulsar_admin import BrokerAdmin
 from ledger_janitor.wiring import Sidecar, open_sidecar
@@ -91,11 +92,8 @@ def bookkeeper_ledgers(zk: KazooClient) -> set[int]:
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.2)
+    """harness.process.wait_until, polling a broker's HTTP API or store at 5 a second."""
+    process.wait_until(condition, timeout, what, poll=0.2)
 
 
 def receive_all(consumer: Any, count: int, timeout: float = 30) -> list[Any]:
@@ -142,12 +140,18 @@ def rows(query: str) -> list[tuple[Any, ...]]:
     return relation.fetchall()
 
 
+def ledger_znode(ledger_id: int) -> str:
+    """Where BookKeeper's hierarchical layout keeps a ledger's metadata (below
+    Integer.MAX_VALUE: `%010d` split 2-4-4), worked out here."""
+    digits = f"{ledger_id:010d}"
+    return f"/ledgers/{digits[:2]}/{digits[2:6]}/L{digits[6:]}"
+
+
 def ledger_metadata(zk: KazooClient, ledger_id: int) -> dict[str, str]:
     """A ledger's custom metadata, read raw: the hierarchical path worked out here, the v3
     format (`BookieMetadataFormatVersion\t3\n`, a varint length, LedgerMetadataFormat)
     parsed with the generated protobuf class."""
-    digits = f"{ledger_id:010d}"
-    data, _ = zk.get(f"/ledgers/{digits[:2]}/{digits[2:6]}/L{digits[6:]}")
+    data, _ = zk.get(ledger_znode(ledger_id))
     header = b"BookieMetadataFormatVersion\t3\n"
     assert data.startswith(header), data[:40]
     length, shift, offset = 0, 0, len(header)

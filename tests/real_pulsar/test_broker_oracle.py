@@ -24,14 +24,12 @@ from kazoo.client import KazooClient
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName, java_url_decode
-from deletion.wire import bookkeeper_metadata
 from deletion.wire.proto.ml_data_formats_pb2 import ManagedLedgerInfo
 from harness.janitor import Recorder
 from harness.pulsar_admin import BrokerAdmin
 from tests.real_pulsar import rig
 from tests.real_pulsar.conftest import RealPulsar
 from tests.reliability import oracle
-from tests.reliability.raw_ledgers import ZooKeeperLedgers
 
 TERMINAL = {Outcome.DELETED, Outcome.ALREADY_GONE, Outcome.ARCHIVED}
 Unacked = dict[tuple[TopicName, str], list[bytes]]
@@ -139,16 +137,8 @@ def _every_ledger_enqueued(zk: KazooClient) -> list[PendingDeleteLedgerInfo]:
     """A pending deletion for every ledger in BookKeeper, named after the topic its own
     custom metadata names (a ledger that names none: after a topic of public/default)."""
     infos = []
-    raw = ZooKeeperLedgers(zk)
-    for ledger_id in sorted(raw.alive()):
-        digits = f"{ledger_id:010d}"
-        data, _ = zk.get(f"/ledgers/{digits[:2]}/{digits[2:6]}/L{digits[6:]}")
-        meta = {
-            k: v.decode()
-            for k, v in bookkeeper_metadata.custom_metadata(
-                bookkeeper_metadata.decode(data)
-            ).items()
-        }
+    for ledger_id in sorted(rig.bookkeeper_ledgers(zk)):
+        meta = rig.ledger_metadata(zk, ledger_id)
         component, topic = LedgerComponent.MANAGED_LEDGER, TopicName.parse("public/default/x")
         if "pulsar/managed-ledger" in meta:
             # `tenant/ns/persistent/<local>`, or a v1 name `property/cluster/ns/...` (the
@@ -244,7 +234,7 @@ def test_every_ledger_enqueued_and_the_broker_recovers_everything_cold(
     # acknowledgment): judged by what it references once the worker is done, and then by
     # everything reading back after the cold restart.
     referenced_after, _ = _referenced(broker_admin, ns)
-    alive = ZooKeeperLedgers(pulsar_zk).alive()
+    alive = rig.bookkeeper_ledgers(pulsar_zk)
     assert not deleted & referenced_after, sorted(deleted & referenced_after)
     assert referenced_after - offloaded <= alive, sorted(referenced_after - offloaded - alive)
     print(f"enqueued {len(infos)}, deleted {len(deleted)}: {sorted(deleted)}; referenced "

@@ -46,8 +46,8 @@ def test_the_brokers_znodes_are_where_our_names_say(
     assert pulsar_zk.exists(oracle.schema_path(topic)), pulsar_zk.get_children(
         f"/schemas/{real_namespace}"
     )
-    data, _ = pulsar_zk.get(_first_ledger_znode(pulsar_zk, topic))
-    assert oracle.ml_name(topic).encode() in data  # the ledger's pulsar/managed-ledger
+    first = _first_ledger(pulsar_zk, topic)
+    assert rig.ledger_metadata(pulsar_zk, first)["pulsar/managed-ledger"] == oracle.ml_name(topic)
 
 
 def test_partitions_share_one_schema_under_the_base_name(
@@ -86,11 +86,8 @@ def test_a_partition_of_a_blank_name_is_refused_by_the_broker_and_by_us(
         TopicName.parse(f"{real_namespace}/-partition-5")
 
 
-def _first_ledger_znode(zk: KazooClient, topic: TopicName) -> str:
-    """The BookKeeper metadata znode of the topic's first ledger, by the hierarchical layout
-    (`%010d` split 2-4-4 below Integer.MAX_VALUE), worked out here."""
+def _first_ledger(zk: KazooClient, topic: TopicName) -> int:
     data, _ = zk.get(oracle.ml_path(topic))
     info = ManagedLedgerInfo()
     info.ParseFromString(data)
-    digits = f"{info.ledgerInfo[0].ledgerId:010d}"
-    return f"/ledgers/{digits[:2]}/{digits[2:6]}/L{digits[6:]}"
+    return info.ledgerInfo[0].ledgerId
