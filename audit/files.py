@@ -1,7 +1,9 @@
 """Inventory and reference files (JSON lines or Parquet) in, the Parquet report out.
 
 The file schemas are documented in `audit.schema`. A Parquet input is a file or a dataset
-directory; JSON lines are read strictly (FAILFAST): a malformed line aborts the audit.
+directory. JSON lines are read PERMISSIVE with the malformed lines' text in `CORRUPT`, which
+`audit.input_check` counts in the job that counts the rows anyway: a malformed line aborts the
+audit with its file and line number, not a JVM stack trace.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pyspark.sql.types import (
     MapType,
     ShortType,
     StringType,
+    StructField,
     StructType,
 )
 
@@ -32,17 +35,37 @@ _JSON_SUFFIXES = {".json", ".jsonl", ".ndjson"}
 _PARQUET_SUFFIXES = {".parquet", ".pq"}
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 _METADATA = MapType(StringType(), StringType())
-_REFERENCE_FILE = StructType([f for f in REFERENCE_SCHEMA.fields if f.name != "namespace"])
+REFERENCE_FILE_SCHEMA = StructType([f for f in REFERENCE_SCHEMA.fields if f.name != "namespace"])
+CORRUPT = "_corrupt_record"  # a JSON input's malformed line, null on a good one
+
+
+def is_json(path: Path) -> bool:
+    return path.is_file() and path.suffix in _JSON_SUFFIXES
+
+
+def check_input(path: Path) -> None:
+    """Refuse a missing or unnamed input file before any Spark work."""
+    if not path.exists():
+        raise AuditError(f"no such file: {path}")
+    if not (path.is_dir() or path.suffix in _PARQUET_SUFFIXES or path.suffix in _JSON_SUFFIXES):
+        raise AuditError(f"{path}: name it *.parquet (or a Parquet directory) or *.jsonl / *.json")
 
 
 def _read(spark: SparkSession, path: Path, json_schema: StructType) -> DataFrame:
-    if not path.exists():
-        raise AuditError(f"no such file: {path}")
-    if path.is_dir() or path.suffix in _PARQUET_SUFFIXES:
+    check_input(path)
+    if not is_json(path):
         return spark.read.parquet(str(path))
-    if path.suffix in _JSON_SUFFIXES:
-        return spark.read.schema(json_schema).option("mode", "FAILFAST").json(str(path))
-    raise AuditError(f"{path}: name it *.parquet (or a Parquet directory) or *.jsonl / *.json")
+    with_corrupt = StructType([*json_schema.fields, StructField(CORRUPT, StringType())])
+    return (
+        spark.read.schema(with_corrupt)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", CORRUPT)
+        .json(str(path))
+    )
+
+
+def _corrupt(frame: DataFrame) -> list[Column]:
+    return [sf.col(CORRUPT)] if CORRUPT in frame.columns else []
 
 
 def _column(frame: DataFrame, name: str, wanted: DataType, path: Path, required: bool) -> Column:
@@ -68,11 +91,12 @@ def read_inventory(spark: SparkSession, path: Path) -> DataFrame:
         _column(frame, "ctime_ms", LongType(), path, required=True),
         _column(frame, "custom_metadata", _METADATA, path, required=True),
         _column(frame, "size", LongType(), path, required=False),
+        *_corrupt(frame),
     )
 
 
 def read_references(spark: SparkSession, path: Path) -> DataFrame:
-    frame = _read(spark, path, _REFERENCE_FILE)
+    frame = _read(spark, path, REFERENCE_FILE_SCHEMA)
     topic = _column(frame, "topic", StringType(), path, required=False)
     deleted = _column(frame, "bookkeeper_deleted", BooleanType(), path, required=False)
     with_topic = frame.select(
@@ -80,6 +104,7 @@ def read_references(spark: SparkSession, path: Path) -> DataFrame:
         topic,
         _column(frame, "component", StringType(), path, required=False),
         sf.coalesce(deleted, sf.lit(False)).alias("bookkeeper_deleted"),
+        *_corrupt(frame),
     )
     namespace = sf.regexp_extract("topic", r"^([^/]+/[^/]+)/", 1)
     return with_topic.select(
@@ -88,6 +113,7 @@ def read_references(spark: SparkSession, path: Path) -> DataFrame:
         sf.when(namespace != "", namespace).alias("namespace"),
         "component",
         "bookkeeper_deleted",
+        *_corrupt(with_topic),
     )
 
 

@@ -22,6 +22,7 @@ from audit.errors import AuditError
 from audit.offload_audit import TieredAudit
 from audit.offload_targets import FILESYSTEM, S3, OffloadTargets
 from audit.progress import ScanProgress
+from audit.units import plural
 from config import ServiceConfiguration
 from core.errors import JanitorError
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
@@ -95,12 +96,13 @@ def enqueue_tiered_orphans(
     if not rows or targets is None:
         return 0
     if not enqueue:
-        err.print(f"dry run: {len(rows)} orphaned offloaded ledgers found; --enqueue sends them")
+        found = plural(len(rows), "orphaned offloaded ledger")
+        err.print(f"dry run: {found} found; --enqueue sends them")
         return 0
     with (
         open_phase_one(config) as parts,
         progress.counter("enqueueing offloaded orphans", len(rows)) as advance,
     ):
         sent = enqueue_offloaded(parts.phase_one, rows, targets, advance=advance)
-    err.print(f"enqueued {sent} orphaned offloaded ledgers (the worker re-checks each)")
+    err.print(f"enqueued {plural(sent, 'orphaned offloaded ledger')} (the worker re-checks each)")
     return sent

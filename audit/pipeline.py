@@ -15,20 +15,22 @@ from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
-from pyspark.sql import functions as sf
 from pyspark.sql.types import StructType
 
 from audit import files, offload_audit, transform
 from audit.errors import AuditError, spark_job
+from audit.files import REFERENCE_FILE_SCHEMA
 from audit.id_words import MAX_BROADCAST_WORDS
+from audit.input_check import checked_rows
 from audit.ledger_scan import ledger_inventory
 from audit.offload_targets import OffloadTargets
 from audit.progress import ScanProgress
 from audit.reference_scan import metadata_references
 from audit.report_data import write_html_report
-from audit.schema import FOREIGN, ORPHAN, STATUSES, UNATTRIBUTABLE, YOUNG
+from audit.schema import FOREIGN, INVENTORY_SCHEMA, ORPHAN, STATUSES, UNATTRIBUTABLE, YOUNG
 from audit.tally import DANGLING, REFERENCED, referenced_words
 from audit.tally import tally as one_job_tally
+from audit.units import plural
 from core.errors import DecodeError
 from deletion.adapters.opening import StoreSpec
 from deletion.domain.ports import LedgerStorage
@@ -96,31 +98,54 @@ def _references(spark: SparkSession, options: AuditOptions) -> DataFrame:
     return _snapshot(metadata_references(spark, options.metadata))
 
 
+def _inventory_source(options: AuditOptions) -> str:
+    if options.inventory_file is not None:
+        return str(options.inventory_file)
+    return f"ledger metadata from {_where(options.ledgers)}"
+
+
+def _references_source(options: AuditOptions) -> str:
+    if options.references_file is not None:
+        return str(options.references_file)
+    return f"Pulsar metadata from {_where(options.metadata)}"
+
+
+def _where(spec: StoreSpec | None) -> str:
+    """A store as its URL names it (no credentials: a digest is never part of it)."""
+    if spec is None:
+        return "no store"
+    url = spec.url
+    if url.scheme == "sqlite":
+        return f"sqlite:{url.path}"
+    if url.scheme == "etcd":
+        return "etcd:" + ",".join(url.endpoints)
+    return f"zk:{url.hosts}{url.chroot}"
+
+
 def _snapshot(scan: DataFrame) -> DataFrame:
     """A scan is kept as first read (its first job fills the cache): the store keeps changing,
     and every later job must see one consistent state. A file is read where it is used."""
     return scan.persist(StorageLevel.MEMORY_AND_DISK)
 
 
-def _count_inventory(inventory: DataFrame) -> int:
-    """The ledgers, refusing rows without a valid id; one job over the ids alone."""
-    invalid = sf.col("ledger_id").isNull() | (sf.col("ledger_id") < 0)
-    row = inventory.agg(sf.count(sf.lit(1)).alias("rows"), sf.count_if(invalid).alias("bad"))
-    figures = spark_job("the inventory scan", row.first)
-    assert figures is not None  # a global aggregation has one row
-    if figures["bad"]:
-        raise AuditError("the inventory has rows without a valid ledger_id")
-    return int(figures["rows"])
+def _count_inventory(inventory: DataFrame, options: AuditOptions) -> tuple[DataFrame, int]:
+    """The ledgers, refusing malformed lines and rows without a valid id; one job."""
+    path = options.inventory_file
+    return checked_rows(inventory, "the inventory", path, INVENTORY_SCHEMA)
 
 
-def _check_references(references: DataFrame, ledgers: int) -> None:
-    """Refuse an audit without any reference while ledgers exist (a scan is kept here)."""
-    rows = spark_job("the reference scan", references.count)
+def _check_references(references: DataFrame, ledgers: int, options: AuditOptions) -> DataFrame:
+    """Refuse malformed lines, and an audit without any reference while ledgers exist."""
+    path = options.references_file
+    references, rows = checked_rows(
+        references, "the references", path, REFERENCE_FILE_SCHEMA, ids_required=False
+    )
     if rows == 0 and ledgers > 0:
         raise AuditError(
-            f"no references at all, yet {ledgers} ledgers exist: wrong metadata store, chroot or "
-            "file? Refusing to call every ledger an orphan"
+            f"no references at all, yet {plural(ledgers, 'ledger')} exist: wrong metadata store, "
+            "chroot or file? Refusing to call every ledger an orphan"
         )
+    return references
 
 
 def _referenced_words(references: DataFrame) -> DataFrame | None:
@@ -196,14 +221,12 @@ def run_audit(
     count and the dangling candidates. The per-ledger classification stays lazy: only the
     report and the enqueueing read it.
     """
-    with progress.step("inventory: reading ledger metadata"):
-        inventory = _inventory(spark, options)
-        ledgers = _count_inventory(inventory)
+    with progress.step(f"inventory: reading {_inventory_source(options)}"):
+        inventory, ledgers = _count_inventory(_inventory(spark, options), options)
     # Listed before the references, like the inventory: see audit.offload_audit.
     objects = offload_audit.list_objects(spark, options, progress)
-    with progress.step("references: reading Pulsar metadata"):
-        references = _references(spark, options)
-        _check_references(references, ledgers)
+    with progress.step(f"references: reading {_references_source(options)}"):
+        references = _check_references(_references(spark, options), ledgers, options)
         words = _referenced_words(references)
     how = "referenced ids as 64-bit words" if words is not None else "sparse ids: anti-joins"
     with progress.step(f"classifying ({how})"):

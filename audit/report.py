@@ -1,4 +1,4 @@
-"""What the operator reads: the summary table and the dangling-reference alarm."""
+"""What the operator reads: the summary table and the missing-data alarm (one block)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from audit.schema import ORPHAN
-from audit.units import human_bytes, utc_minute
+from audit.schema import MISSING_BOOKKEEPER, MISSING_OFFLOADED, ORPHAN
+from audit.units import count, human_bytes, plural, utc_minute
 
 MAX_LISTED = 20
 
@@ -31,7 +31,7 @@ def summary_table(rows: Sequence[Row]) -> Table:
             row["status"],
             row["namespace"] or "-",
             row["component"] or "-",
-            str(row["ledgers"]),
+            count(row["ledgers"]),
             human_bytes(row["bytes"]),
             utc_minute(row["oldest_ctime_ms"]),
             style=style,
@@ -39,20 +39,69 @@ def summary_table(rows: Sequence[Row]) -> Table:
     return table
 
 
-def print_report(console: Console, rows: Sequence[Row], dangling_ids: Sequence[int]) -> None:
+def print_report(console: Console, rows: Sequence[Row]) -> None:
     if rows:
         console.print(summary_table(rows))
     else:
         console.print("no unreferenced ledgers")
-    if dangling_ids:
-        listed = ", ".join(map(str, dangling_ids[:MAX_LISTED]))
-        more = (
-            f" and {len(dangling_ids) - MAX_LISTED} more" if len(dangling_ids) > MAX_LISTED else ""
+
+
+def _missing_line(ledger_id: int, rows: Sequence[Row]) -> str:
+    """One lost ledger, on one line however many rows name it (unwrapped: UUIDs and topics
+    are copied whole): `  bookkeeper: ledger 7 of a/b/t (MANAGED_LEDGER), 3 entries, 1.0 KiB`."""
+    whats, parts = [], []
+    for row in rows:
+        what = "offload " + str(row["offload_uuid"]) if row["offload_uuid"] else row["component"]
+        entries = (
+            "entries unknown"
+            if row["entries"] is None
+            else plural(row["entries"], "entry", "entries")
         )
+        whats.append(row["what"])
+        parts.append(f"{row['topic'] or '-'} ({what}), {entries}, {human_bytes(row['size'])}")
+    gone = " and ".join(dict.fromkeys(whats))
+    return f"  {gone}: ledger {ledger_id} of " + "; ".join(dict.fromkeys(parts))
+
+
+_GONE = {MISSING_BOOKKEEPER: "no BookKeeper ledger", MISSING_OFFLOADED: "offloaded copy gone"}
+
+
+def missing_ledgers(rows: Sequence[Row]) -> dict[int, list[Row]]:
+    """The missing-data report's rows by ledger: a ledger is listed once."""
+    by_ledger: dict[int, list[Row]] = {}
+    for row in rows:
+        by_ledger.setdefault(int(row["ledger_id"]), []).append(row)
+    return by_ledger
+
+
+def print_missing(console: Console, rows: Sequence[Row]) -> None:
+    """The one data-loss block: dangling references (no BookKeeper ledger) and offloaded copies
+    gone from tiered storage, each ledger once."""
+    by_ledger = missing_ledgers(rows)
+    if not by_ledger:
+        console.print("missing data: none")
+        return
+    kinds = {k: len({r["ledger_id"] for r in rows if r["what"] == k}) for k in _GONE}
+    why = ", ".join(
+        plural(kinds[MISSING_BOOKKEEPER], "dangling reference") + " (no BookKeeper ledger)"
+        if kind == MISSING_BOOKKEEPER
+        else plural(kinds[MISSING_OFFLOADED], "offloaded copy", "offloaded copies")
+        + " gone from tiered storage"
+        for kind in _GONE
+        if kinds[kind]
+    )
+    verb = "is" if len(by_ledger) == 1 else "are"
+    console.print(
+        Text.assemble(
+            ("MISSING DATA:", "bold red"),
+            f" {plural(len(by_ledger), 'ledger')} referenced by metadata {verb} gone from storage"
+            f" (possible data loss; never enqueued): {why}",
+        ),
+        soft_wrap=True,
+    )
+    for ledger_id in list(by_ledger)[:MAX_LISTED]:
+        console.print(_missing_line(ledger_id, by_ledger[ledger_id]), soft_wrap=True)
+    if len(by_ledger) > MAX_LISTED:
         console.print(
-            Text.assemble(
-                ("DANGLING:", "bold red"),
-                f" {len(dangling_ids)} ledgers referenced by metadata do "
-                f"not exist (possible data loss): {listed}{more}",
-            )
+            f"  and {count(len(by_ledger) - MAX_LISTED)} more (missing/ in the Parquet report)"
         )

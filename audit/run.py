@@ -10,14 +10,17 @@ from rich.console import Console
 
 from audit.enqueue import enqueue_orphans
 from audit.errors import AuditError
+from audit.files import check_input
 from audit.html_report import REPORT_FILE
 from audit.offload_enqueue import enqueue_tiered_orphans
 from audit.offload_report import print_tiered
 from audit.offload_targets import offload_targets
-from audit.pipeline import AuditOptions, run_audit
+from audit.pipeline import AuditOptions, AuditResult, run_audit
 from audit.progress import ScanProgress
-from audit.report import print_report
+from audit.report import missing_ledgers, print_missing, print_report
+from audit.schema import ORPHAN
 from audit.session import open_session
+from audit.units import plural
 from config import ServiceConfiguration
 from deletion.adapters.opening import StoreSpec, open_ledger_storage
 from producers.opening import open_phase_one
@@ -36,6 +39,9 @@ def run_command(
     out: Console,
     err: Console,
 ) -> dict[str, Any]:
+    for given in (inventory, references):
+        if given is not None:
+            check_input(given)  # before Spark starts: a missing file is said in a second
     metadata = StoreSpec.metadata(config)
     ledgers = StoreSpec.ledgers(config)
     options = AuditOptions(
@@ -61,21 +67,27 @@ def run_command(
             storage = open_ledger_storage(ledgers, create=False)
             stack.callback(storage.close)
         result = run_audit(session.spark, options, progress, storage)
-        print_report(out, result.summary, result.dangling_ids)
+        print_report(out, result.summary)
         if result.tiered is not None:
             print_tiered(out, result.tiered)
+            print_missing(out, result.tiered.missing_rows)
         if output is not None:
             out.print(f"report written to {output}; open {output / REPORT_FILE}", soft_wrap=True)
         enqueued = 0
         if enqueue and result.orphans:
             enqueued = _enqueue(config, result.orphan_rows(), result.orphans, progress)
-            err.print(f"enqueued {enqueued} orphans for deletion (the worker re-checks each)")
+            err.print(
+                f"enqueued {plural(enqueued, 'orphan')} for deletion (the worker re-checks each)"
+            )
         elif result.orphans:
-            err.print(f"dry run: {result.orphans} orphans found; --enqueue sends them to phase one")
+            found = plural(result.orphans, "orphan")
+            err.print(f"dry run: {found} found; --enqueue sends them to phase one")
         tiered, targets = result.tiered, options.offload
         offloaded = enqueue_tiered_orphans(config, tiered, targets, enqueue, progress, err)
         figures = result.figures()
         figures.update(
+            reclaimable_bytes=reclaimable_bytes(result),
+            missing_ledgers=len(missing_ledgers(tiered.missing_rows if tiered else [])),
             enqueued=enqueued,
             offload_enqueued=offloaded,
             dry_run=not enqueue,
@@ -83,6 +95,13 @@ def run_command(
         )
         return figures
     raise AssertionError("unreachable")
+
+
+def reclaimable_bytes(result: AuditResult) -> int:
+    """The known bytes of the orphan ledgers and of the orphan offloaded copies."""
+    ledgers = sum(int(r["bytes"] or 0) for r in result.summary if r["status"] == ORPHAN)
+    tiered = result.tiered.summary if result.tiered is not None else []
+    return ledgers + sum(int(r["bytes"] or 0) for r in tiered if r["status"] == ORPHAN)
 
 
 def _enqueue(config: ServiceConfiguration, rows: Any, total: int, progress: ScanProgress) -> int:

@@ -43,3 +43,13 @@ def human_duration(ms: int | None) -> str:
         parts.pop(0)
     shown = parts[:2] if len(parts) > 1 and parts[1][0] else parts[:1]
     return " ".join(f"{n} {unit}" for n, unit in shown)
+
+
+def count(value: int) -> str:
+    """`71,487`: thousands separated, as the report's tables print counts."""
+    return f"{value:,}"
+
+
+def plural(value: int, noun: str, nouns: str | None = None) -> str:
+    """`1 ledger`, `71,487 ledgers`, `2 copies` (given `nouns`)."""
+    return f"{value:,} {noun if value == 1 else (nouns or noun + 's')}"

@@ -11,7 +11,7 @@ import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,6 +26,12 @@ from ledger_janitor.cli_options import (
     setup_logging,
 )
 from ledger_janitor.console import plain_console
+from ledger_janitor.reachability import PROBE_SECONDS, broker_unreachable, store_unreachable
+
+if TYPE_CHECKING:
+    from config import ServiceConfiguration
+
+DATA_LOSS_EXIT_CODE = 3  # the audit ran and found dangling references or missing data
 
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)?$")
@@ -93,6 +99,15 @@ def audit_command(
             "--spark-master", help="Spark master; default: spark-submit's, else local[*]."
         ),
     ] = None,
+    metrics_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--metrics-file",
+            metavar="PATH",
+            help="Also write the figures in Prometheus text format (replaced whole), e.g. "
+            "for node_exporter's textfile collector: a *.prom file in its directory.",
+        ),
+    ] = None,
     as_json: AsJson = False,
     broker_url: BrokerOpt = None,
     config_file: ConfigFile = None,
@@ -102,12 +117,17 @@ def audit_command(
 
     Dry run by default; --enqueue sends each orphan to its own namespace's deletion topic
     with checkLedgerStillInUse=true, so the worker re-checks it before deleting.
+
+    Exit codes: 0 the audit ran and found no missing data; 2 a usage or input error (one
+    `error:` line; nothing was enqueued after it); 3 the audit ran and found dangling
+    references or missing offloaded data (possible data loss; see the MISSING DATA block).
     """
     started = time.monotonic()
     setup_logging(False)
     config = load(config_file, settings, metadata_store, broker_url).config
     min_age_ms = parse_duration_ms(min_age)
     now_ms = parse_time_ms(now) if now is not None else int(time.time() * 1000)
+    _preflight(config, inventory, references, metrics_file, enqueue)
     try:
         from audit.run import run_command
     except ImportError as exc:
@@ -130,5 +150,37 @@ def audit_command(
         err=plain_console(stderr=True),
     )
     figures["seconds"] = round(time.monotonic() - started, 3)
+    if metrics_file is not None:
+        from audit.metrics_file import write_metrics
+
+        write_metrics(metrics_file, figures, time.time(), time.monotonic() - started)
     if as_json:
         typer.echo(json.dumps(figures))
+    if figures["dangling"] or figures["missing_ledgers"]:
+        raise typer.Exit(DATA_LOSS_EXIT_CODE)
+
+
+def _preflight(
+    config: ServiceConfiguration,
+    inventory: Path | None,
+    references: Path | None,
+    metrics_file: Path | None,
+    enqueue: bool,
+) -> None:
+    """What can be checked in a second is, before Spark starts and reads anything: the stores
+    the audit scans answer, the broker if it enqueues, the metrics file's directory exists."""
+    needed = []  # (what, its URL, the option that reads it from a file instead)
+    if references is None:
+        needed.append(("the metadata store", config.metadata_store_url, "--references"))
+    if inventory is None:
+        ledgers = config.bookkeeper_metadata_service_uri or config.metadata_store_url
+        needed.append(("the ledger metadata store", ledgers, "--inventory"))
+    for what, url, option in needed:
+        problem = store_unreachable(what, url, PROBE_SECONDS)
+        if problem is not None:
+            raise JanitorError(f"{problem}; or read it from a file with {option} FILE")
+    problem = broker_unreachable(config.broker_service_url, PROBE_SECONDS) if enqueue else None
+    if problem is not None:
+        raise JanitorError(f"{problem}; --enqueue needs it")
+    if metrics_file is not None and not metrics_file.parent.is_dir():
+        raise JanitorError(f"--metrics-file {metrics_file}: no directory {metrics_file.parent}")

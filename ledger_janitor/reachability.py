@@ -8,6 +8,7 @@ connect says at once which one is missing.
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from config import ServiceConfiguration, parse_store_url
@@ -81,3 +82,22 @@ def _endpoint_addresses(endpoints: tuple[str, ...]) -> list[tuple[str, int]]:
     """etcd's client URLs (`http://host:port`) as addresses; 2379 is etcd's client port."""
     parts = [urlsplit(endpoint) for endpoint in endpoints]
     return [(part.hostname or "localhost", part.port or 2379) for part in parts]
+
+
+def store_unreachable(what: str, url: str, timeout: float) -> str | None:
+    """None if the store at `url` answers (an embedded store: its file exists), else one line
+    naming it, its URL and why. The audit asks before it starts Spark."""
+    store = parse_store_url(url)
+    if store.scheme == "zk":
+        reason = _refusal(host_ports(store.hosts, 2181), timeout)
+    elif store.scheme == "etcd":
+        reason = _refusal(_endpoint_addresses(store.endpoints), timeout)
+    else:
+        reason = None if Path(store.path).is_file() else f"no such file: {store.path}"
+    return None if reason is None else f"cannot reach {what} at {url} ({reason})"
+
+
+def broker_unreachable(service_url: str, timeout: float) -> str | None:
+    """None if the broker answers, else one line saying why not."""
+    reason = _refusal(broker_addresses(service_url), timeout)
+    return None if reason is None else f"cannot reach the broker at {service_url} ({reason})"

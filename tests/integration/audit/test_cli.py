@@ -73,7 +73,7 @@ def test_offline_audit_from_json_lines(tmp_path: Path) -> None:
     inventory = write_jsonl(tmp_path / "inventory.jsonl", INVENTORY)
     references = write_jsonl(tmp_path / "references.jsonl", REFERENCES)
     code, stdout, _, _ = run(*offline(inventory, references, "--json", "--min-age", "7d"))
-    assert code == 0
+    assert code == 3  # ledger 7 is dangling: possible data loss
     figures = json.loads(stdout.strip().splitlines()[-1])
     assert {k: figures[k] for k in ("ledgers", "referenced", "orphans", "dangling")} == {
         "ledgers": 5,
@@ -89,10 +89,11 @@ def test_the_summary_table_names_namespaces_and_components(tmp_path: Path) -> No
     inventory = write_jsonl(tmp_path / "inventory.json", INVENTORY)
     references = write_jsonl(tmp_path / "references.json", REFERENCES)
     code, stdout, stderr, _ = run(*offline(inventory, references))
-    assert code == 0
+    assert code == 3
     assert "a/b" in stdout and "a/c" in stdout and "MANAGED_LEDGER" in stdout
     assert "20 B" in stdout  # ledger 2; ledger 3's size is unknown
-    assert "DANGLING" in stdout and "7" in stdout
+    assert "MISSING DATA: 1 ledger referenced by metadata is gone" in stdout
+    assert "  bookkeeper: ledger 7 of a/b/t (-), entries unknown, -" in stdout
     assert "dry run: 2 orphans found" in stderr
 
 
@@ -101,7 +102,7 @@ def test_a_parquet_inventory_reads_like_json_lines(spark: SparkSession, tmp_path
     spark.createDataFrame(rows, INVENTORY_SCHEMA).write.parquet(str(tmp_path / "inventory.parquet"))
     references = write_jsonl(tmp_path / "references.jsonl", REFERENCES)
     code, stdout, _, _ = run(*offline(tmp_path / "inventory.parquet", references, "--json"))
-    assert code == 0
+    assert code == 3
     assert json.loads(stdout.strip().splitlines()[-1])["orphans"] == 2
 
 
@@ -152,7 +153,7 @@ def test_an_audit_of_parquet_files_caches_nothing_and_writes_its_report(
     [
         ('{"ledger_id": 1, "ctime_ms": 5, "custom_metadata": {}}\n{not json\n', "inventory"),
         ('{"ledger_id": "one", "ctime_ms": 5, "custom_metadata": {}}\n', "inventory"),
-        ('{"ctime_ms": 5, "custom_metadata": {}}\n', "valid ledger_id"),
+        ('{"ctime_ms": 5, "custom_metadata": {}}\n', "inventory.jsonl line 1: no ledger_id"),
     ],
 )
 def test_a_malformed_inventory_aborts(tmp_path: Path, content: str, message: str) -> None:

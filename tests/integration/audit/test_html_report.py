@@ -83,7 +83,7 @@ def planted(tmp_path: Path) -> tuple[Path, Path]:
 
 def audit(*args: str) -> str:
     result = CliRunner().invoke(cli_app(), ["audit", "--now", str(NOW), *args])
-    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert result.exit_code == 3, result.output + repr(result.exception)  # dangling: 3
     return result.stdout
 
 

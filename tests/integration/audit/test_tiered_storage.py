@@ -120,7 +120,7 @@ def test_the_audit_finds_exactly_the_orphaned_offloads_and_the_worker_deletes_th
               "--set", f"fileSystemOffloadStorageBasePath={base}"]  # fmt: skip
 
     dry = CliRunner().invoke(cli_app(), ["audit", *config], env={"COLUMNS": "160"})
-    assert dry.exit_code == 0, dry.output
+    assert dry.exit_code == 3, dry.output  # missing data
     lines = dry.stdout.splitlines()
     assert f"tiered storage: s3://{bucket} at {moto_endpoint}, filesystem {base}: 13 offloaded" \
         " ledger copies, 4 referenced" in lines  # fmt: skip
@@ -146,7 +146,7 @@ def test_the_audit_finds_exactly_the_orphaned_offloads_and_the_worker_deletes_th
         ["audit", *config, "--output", str(report), "--enqueue", "--json",
          "--set", "sendDelaySecondsOfTwoPhaseDeletion=0"],
     )  # fmt: skip
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output
     figures = json.loads(result.stdout.strip().splitlines()[-1])
     assert (figures["offloaded_copies"], figures["offload_orphans"]) == (13, 5)
     assert (figures["offload_unattributable"], figures["offload_young"]) == (2, 2)
@@ -212,8 +212,8 @@ def test_without_tiered_storage_the_report_says_so_and_lists_missing_ledgers(
         ["audit", "--inventory", str(inventory), "--references", str(references),
          "--metadata-store", "sqlite:/nonexistent/janitor.db", "--now", "1700000000000"],
     )  # fmt: skip
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output
     lines = result.stdout.splitlines()
     assert "tiered storage: not configured" in lines
-    assert "MISSING DATA: 1 ledgers referenced by metadata are gone from storage" in result.stdout
+    assert "MISSING DATA: 1 ledger referenced by metadata is gone from storage" in result.stdout
     assert "  bookkeeper: ledger 77 of a/b/lost (MANAGED_LEDGER), entries unknown, -" in lines
