@@ -6,7 +6,8 @@ It needs no network, no JavaScript and no other file; a Content-Security-Policy 
 scripts and remote content besides, should a value ever slip through unescaped.
 
 Everything the page shows is a `ReportData`: headline `Figure`s and a list of `Section`s,
-each a titled table whose cells the template formats by the column's `kind`. A new finding
+each a titled table whose cells the template formats by the column's `kind`, and optionally
+a bar chart (`audit.svg_chart`) drawn as inline SVG: no script, so the CSP stays. A new finding
 (offloaded orphans, missing offloaded data) is one more `Section`; the renderer stays as it
 is. `audit.report_data` builds the `ReportData` from the Spark results. No PySpark here.
 """
@@ -21,6 +22,7 @@ from typing import Literal
 
 import jinja2
 
+from audit.svg_chart import BarChart
 from audit.units import human_bytes, human_duration, utc_minute
 
 REPORT_FILE = "report.html"
@@ -61,6 +63,7 @@ class Section:
     total: int | None = None  # how many were found, when more than `rows` lists
     empty: str = "None found."
     alarm: bool = False  # rows here mean possible data loss: drawn in red
+    chart: BarChart | None = None  # drawn above the table, as inline SVG
 
     def __post_init__(self) -> None:
         for row in self.rows:

@@ -117,12 +117,32 @@ def test_an_audit_from_files_writes_a_page_chromium_shows_right(
     }
     assert f"As of {utc(NOW)} UTC; grace period 7 d" in page.text
     oldest_orders = min(orphan_ages().values())
+    # Orphans first, the namespace with the most bytes first; young ones last.
     assert page.tables["summary"] == [
-        ["foreign", "-", "-", "1", "-", "0", utc(NOW - 40 * DAY)],
         ["orphan", "a/b", "MANAGED_LEDGER", "25", "317.4 KiB", "25", utc(oldest_orders)],
         ["orphan", "a/c", "MANAGED_LEDGER", "1", "-", "0", utc(NOW - 100 * DAY)],
+        ["foreign", "-", "-", "1", "-", "0", utc(NOW - 40 * DAY)],
         ["young", "a/b", "MANAGED_LEDGER", "1", "5 B", "1", utc(NOW - 3_600_000)],
     ]
+    assert page.tables["totals"] == [
+        ["orphan", "26", "317.4 KiB", "25"],
+        ["unattributable", "0", "-", "0"],
+        ["foreign", "1", "-", "0"],
+        ["young", "1", "5 B", "1"],
+    ]
+    assert page.tables["reclaimable"] == [["a/b", "25", "317.4 KiB"], ["a/c", "1", "0 B"]]
+    # 20 of a/b/orders' are 10 to 29 days old, 5 are 30 to 34; the hostile one is 100 days old.
+    assert page.tables["orphan-ages"] == [
+        ["7 d to 30 d", "20"], ["30 d to 90 d", "5"], ["90 d to 365 d", "1"], ["over 365 d", "0"],
+    ]  # fmt: skip
+    assert page.elements["svg"] == 2 and page.elements["rect"] == 2 + 4
+    assert "a/b 317.4 KiB" in page.sections["reclaimable"]  # the bar's label and value
+    # The largest first: ledger 124 holds 25,000 B; ledger 150's size is unknown.
+    largest = page.tables["largest-orphans"]
+    assert [row[0] for row in largest] == [str(i) for i in range(124, 104, -1)]
+    assert largest[0][1:] == ["a/b/orders", "MANAGED_LEDGER", utc(orphan_ages()[124]),
+                              f"{(NOW - orphan_ages()[124]) // DAY} d", "24.4 KiB"]  # fmt: skip
+    assert "Showing 20 of 25;" in page.sections["largest-orphans"]
     # The oldest first: the hostile one (100 days), then a/b/orders' by age.
     by_age = sorted(orphan_ages().items(), key=lambda item: item[1])[:19]
     listed = page.tables["oldest-orphans"]
