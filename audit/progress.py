@@ -60,7 +60,9 @@ class ScanProgress:
             finally:
                 stop.set()
                 watcher.join()
-        self._console.print(f"{description}: done in {time.monotonic() - started:.1f} s")
+        elapsed = time.monotonic() - started
+        # Unwrapped: a file's path or a store's URL is copied whole.
+        self._console.print(f"{description}: done in {elapsed:.1f} s", soft_wrap=True)
 
     @contextmanager
     def counter(self, description: str, total: int) -> Iterator[Callable[[int], None]]:

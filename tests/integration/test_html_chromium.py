@@ -16,6 +16,8 @@ import pytest
 from PIL import Image
 
 from audit.html_report import Column, Figure, ReportData, Section, write_html
+from audit.svg_chart import BAR_COLOUR, bar_chart
+from audit.units import human_bytes
 from harness.chromium import ChromiumError, dump_dom, print_to_pdf, run_chromium, screenshot
 from harness.dom import RenderedPage, read_dom
 from harness.leaks import group_members
@@ -132,3 +134,47 @@ def test_a_page_that_never_loads_is_killed_with_every_chromium_process(tmp_path:
     with pytest.raises(ChromiumError, match="did not finish") as caught:
         run_chromium(hanging, "--dump-dom", timeout=5)
     assert caught.value.run is not None and caught.value.run.survivors == []
+
+
+def charted() -> ReportData:
+    """A page with both charts the audit draws: bytes per namespace, orphans by age."""
+    namespaces = [(f"t/ns{i}", (i + 1) * 1024**2) for i in range(12)]
+    by_bytes = Section(
+        "reclaimable",
+        "Bytes reclaimable per namespace",
+        "The most first.",
+        (Column("namespace"), Column("bytes", "bytes")),
+        tuple(namespaces),
+        chart=bar_chart("Bytes reclaimable per namespace", namespaces, human_bytes),
+    )
+    ages = [("1 d to 7 d", 0), ("7 d to 30 d", 71_487), ("over 30 d", 3)]
+    by_age = Section(
+        "orphan-ages",
+        "Orphans by age",
+        "Buckets.",
+        (Column("age"), Column("orphans", "count")),
+        tuple(ages),
+        chart=bar_chart("Orphans by age", ages, "{:,}".format),
+    )
+    return ReportData(NOW, DAY, (Figure("orphans", 71_490),), (by_bytes, by_age))
+
+
+def test_the_charts_render_as_svg_without_console_errors(tmp_path: Path) -> None:
+    """The charts are in the DOM, painted (their bars' colour on screen), and the page logs
+    nothing to the console: no CSP violation, no error."""
+    page_file = write_html(tmp_path, charted())
+    run = dump_dom(page_file, "--enable-logging=stderr", "--v=0")
+    assert run.survivors == []
+    assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
+    page = read_dom(run.stdout)
+    assert page.elements["svg"] == 2 and page.elements["script"] == 0
+    assert page.elements["rect"] == 12 + 3
+    assert "t/ns11 12.0 MiB" in page.sections["reclaimable"]  # the longest bar, labelled
+    assert "7 d to 30 d 71,487" in page.sections["orphan-ages"]
+    png = tmp_path / "charts.png"
+    assert screenshot(page_file, png, 1000, 1400).survivors == []
+    with Image.open(png) as image:
+        colours = {rgb: n for n, rgb in image.convert("RGB").getcolors(maxcolors=1 << 24) or []}
+    bar = tuple(int(BAR_COLOUR[i : i + 2], 16) for i in (1, 3, 5))
+    # 12 + 2 visible bars 20 px high, the longest 370 px wide: thousands of pixels.
+    assert colours.get(bar, 0) > 20_000, colours.get(bar)
