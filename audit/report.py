@@ -51,7 +51,7 @@ def _missing_line(ledger_id: int, rows: Sequence[Row]) -> str:
     are copied whole): `  bookkeeper: ledger 7 of a/b/t (MANAGED_LEDGER), 3 entries, 1.0 KiB`."""
     whats, parts = [], []
     for row in rows:
-        what = "offload " + str(row["offload_uuid"]) if row["offload_uuid"] else row["component"]
+        what = f"offload {row['offload_uuid']}" if row["offload_uuid"] else row["component"] or "-"
         entries = (
             "entries unknown"
             if row["entries"] is None

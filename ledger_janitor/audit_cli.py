@@ -127,7 +127,6 @@ def audit_command(
     config = load(config_file, settings, metadata_store, broker_url).config
     min_age_ms = parse_duration_ms(min_age)
     now_ms = parse_time_ms(now) if now is not None else int(time.time() * 1000)
-    _preflight(config, inventory, references, metrics_file, enqueue)
     try:
         from audit.run import run_command
     except ImportError as exc:
@@ -137,6 +136,7 @@ def audit_command(
             f"the audit needs PySpark and Jinja ({exc.name} is missing): "
             "pip install 'pulsar-ledger-janitor[audit]'"
         ) from exc
+    _preflight(config, inventory, references, metrics_file, enqueue)
     figures = run_command(
         config,
         inventory=inventory,
