@@ -7,8 +7,10 @@ cluster, ship them with `spark-submit --py-files` or install the distribution on
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +19,30 @@ from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Spark's JVM logs a failed task's whole Java stack trace; the audit reports the cause in its
+# one `error:` line instead. Only fatal JVM messages reach stderr, unless the operator gave
+# spark.driver.extraJavaOptions (their own log4j2 configuration) themselves.
+LOG4J2 = """\
+rootLogger.level = fatal
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = fatal
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+
+def _quiet_jvm_options() -> str:
+    """`-Dlog4j2.configurationFile=` a file holding LOG4J2 (written once per process)."""
+    path = Path(tempfile.gettempdir()) / f"ledger-janitor-audit-log4j2-{os.getpid()}.properties"
+    if not path.exists():
+        path.write_text(LOG4J2)
+        atexit.register(path.unlink, missing_ok=True)
+    return f"-Dlog4j2.configurationFile={path.as_uri()}"
 
 
 @dataclass(frozen=True)
@@ -64,6 +90,10 @@ def open_session(
     )
     if chosen:
         builder = builder.master(chosen)
+    given = SparkConf().contains(DRIVER_JAVA_OPTIONS) or DRIVER_JAVA_OPTIONS in (extra or {})
+    quiet = local and not given
+    if quiet:
+        builder = builder.config(DRIVER_JAVA_OPTIONS, _quiet_jvm_options())
     if local:
         builder = builder.config("spark.ui.enabled", "false")
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions or 8))
@@ -72,5 +102,5 @@ def open_session(
     for key, value in (extra or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("FATAL" if quiet else "ERROR")
     return OwnedSession(spark, owned=True)
