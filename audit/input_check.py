@@ -35,7 +35,7 @@ def checked_rows(
     if corrupt:
         figures.append(sf.count_if(sf.col(CORRUPT).isNotNull()).alias("corrupt"))
         figures.append(sf.first(CORRUPT, ignorenulls=True).alias("sample"))
-    row = spark_job(f"reading {what}", frame.agg(*figures).first)
+    row = spark_job(what, frame.agg(*figures).first)
     assert row is not None  # a global aggregation has one row
     malformed = int(row["corrupt"]) if corrupt else 0
     if malformed or (ids_required and row["bad"]):

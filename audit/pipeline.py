@@ -131,14 +131,14 @@ def _snapshot(scan: DataFrame) -> DataFrame:
 def _count_inventory(inventory: DataFrame, options: AuditOptions) -> tuple[DataFrame, int]:
     """The ledgers, refusing malformed lines and rows without a valid id; one job."""
     path = options.inventory_file
-    return checked_rows(inventory, "the inventory", path, INVENTORY_SCHEMA)
+    return checked_rows(inventory, "the inventory scan", path, INVENTORY_SCHEMA)
 
 
 def _check_references(references: DataFrame, ledgers: int, options: AuditOptions) -> DataFrame:
     """Refuse malformed lines, and an audit without any reference while ledgers exist."""
     path = options.references_file
     references, rows = checked_rows(
-        references, "the references", path, REFERENCE_FILE_SCHEMA, ids_required=False
+        references, "the reference scan", path, REFERENCE_FILE_SCHEMA, ids_required=False
     )
     if rows == 0 and ledgers > 0:
         raise AuditError(
