@@ -27,8 +27,8 @@ from tests.deploy.deploy_files import (
     containers,
     dockerfile_copies,
     dockerfile_entrypoint,
-    help_text,
     helm_values,
+    help_text,
     invocations,
     manifests,
     project_version,
@@ -63,7 +63,7 @@ def janitor_containers() -> list[tuple[str, Container]]:
 
 def test_every_manifest_is_valid_against_the_kubernetes_schemas() -> None:
     kinds = set()
-    for path, doc in manifests():
+    for _path, doc in manifests():
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
         kinds.add(doc["kind"])
     assert {"ConfigMap", "Secret", "Deployment", "CronJob", "Job", "Role"} <= kinds
@@ -148,7 +148,9 @@ def test_ports_probes_env_and_secrets_match_the_project() -> None:
     assert port == next(s.default for s in SPECS if s.key == "metricsPort")
     token_dir = str(Path(props["authParams"].removeprefix("file:")).parent)
     token_key = Path(props["authParams"]).name
-    secrets = {d["metadata"]["name"]: d["stringData"] for _, d in manifests() if d["kind"] == "Secret"}
+    secrets = {
+        d["metadata"]["name"]: d["stringData"] for _, d in manifests() if d["kind"] == "Secret"
+    }
     assert token_key in secrets["ledger-janitor-token"]
     env_names = {env_var(spec.key) for spec in SPECS} | NOT_SETTINGS
     checked = 0
@@ -194,7 +196,7 @@ def test_grace_period_and_resources_fit_the_measured_sidecar(kind: str) -> None:
         for w, c, s in containers()
         if c["args"][0] == "run" and (kind == "helm") == ("broker.initContainers" in w)
     )
-    grace = spec.get("terminationGracePeriodSeconds", spec.get("gracePeriod"))
+    grace = int(spec.get("terminationGracePeriodSeconds", spec.get("gracePeriod", 0)))
     assert grace >= 2 * SHUTDOWN_BOUND_SECONDS, where
     resources = container["resources"]
     assert mebibytes(resources["requests"]["memory"]) >= WORKER_PEAK_MB
