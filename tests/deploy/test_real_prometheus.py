@@ -6,11 +6,9 @@ reason it is empty."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, zookeeper_backend
@@ -44,11 +42,6 @@ MAY_BE_EMPTY = {
 }
 # On a healthy sidecar that deletes, every alert is quiet but this one.
 FIRING = {"LedgerJanitorAuditStale": "no audit ever ran, so its timestamp is absent"}
-
-
-@pytest.fixture
-def prometheus_root(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "prometheus"
 
 
 def deleted(prometheus: PrometheusServer) -> float:
