@@ -6,9 +6,11 @@ reason it is empty."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import httpx
+import pytest
 
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, zookeeper_backend
@@ -77,6 +79,8 @@ def test_prometheus_scrapes_a_deleting_sidecar_and_runs_every_rule_and_panel(
         # on a subscription: this client's set-up must not collide with the worker's.
         skip_consumer_ids(phase.client, 100)
         prometheus.start()
+        assert prometheus.process is not None
+        server_pid = prometheus.process.pid
         wait_until(lambda: bool(prometheus.query('up{job="ledger-janitor"} == 1')), 30, "a scrape")
 
         def delete(ledgers: list[int]) -> None:
@@ -125,3 +129,5 @@ def test_prometheus_scrapes_a_deleting_sidecar_and_runs_every_rule_and_panel(
         janitor.close()
         backend.ledgers.close()
     assert prometheus.process is None
+    with pytest.raises(ProcessLookupError):  # its whole process group is gone
+        os.killpg(server_pid, 0)
