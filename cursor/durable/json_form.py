@@ -115,10 +115,8 @@ def _state(doc: PositionInfoDoc | CursorInfoDoc, mark_delete: Position) -> AckSt
     for item in doc.individualDeletedMessageRanges:
         words = np.array(item.values, np.int64).view(np.uint64)
         state.merge_bitmap(item.key, LedgerBitmap.from_words(words))
-    # Closed runs [ledger, first, last] are the MessageRanges (ledger:first-1, ledger:last].
     runs = np.array(doc.acked, np.int64).reshape(-1, 3)
-    ledgers = runs[:, 0].copy()
-    apply_ranges(state, WireRanges(ledgers, runs[:, 1] - 1, ledgers.copy(), runs[:, 2].copy()))
+    apply_ranges(state, WireRanges.of_runs(runs[:, 0].copy(), runs[:, 1], runs[:, 2].copy()))
     return state
 
 
