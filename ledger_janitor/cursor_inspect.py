@@ -54,10 +54,10 @@ def _print_ledger(ledger: dict[str, Any]) -> None:
     if meta is not None and "undecodable" in meta:
         typer.echo(f"  metadata: {meta['undecodable']}")
     elif meta is not None and "state" in meta:
+        digest = "" if meta["digestType"] is None else f", digest {meta['digestType']}"
         typer.echo(
             f"  {meta['state']}, ensemble {meta['ensembleSize']}, write quorum "
-            f"{meta['writeQuorumSize']}, ack quorum {meta['ackQuorumSize']}, digest "
-            f"{meta['digestType']}"
+            f"{meta['writeQuorumSize']}, ack quorum {meta['ackQuorumSize']}{digest}"
         )
         end = "unknown while open" if meta["lastEntryId"] is None else meta["lastEntryId"]
         length = "" if meta["length"] is None else f", {meta['length']:,} bytes"

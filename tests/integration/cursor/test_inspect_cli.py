@@ -107,7 +107,7 @@ def test_inspect_on_zookeeper_shows_bookkeepers_ledger_metadata(
     assert report["cap"]["rangeCount"] == 2
     shown = inspect("public/default/orders", "my-sub", "--metadata-store", url)
     assert shown.returncode == 0 and shown.stderr == ""
-    assert "  CLOSED, ensemble 2, write quorum 2, ack quorum 2, digest None" in shown.stdout
+    assert "  CLOSED, ensemble 2, write quorum 2, ack quorum 2\n" in shown.stdout
     assert "  inline ranges: 2 ranges (2 runs)" in shown.stdout
     assert "  lastActive: 2023-11-14T22:13:20Z" in shown.stdout
     missing = json.loads(
