@@ -78,6 +78,7 @@ def decode(
             help="The entry, or a chunk sequence's entries: the chunks in order, then the "
             "footer; NAME.footer with NAME.0, NAME.1, ... (as encode writes them) are put in "
             "order and other files given beside them are left out.",
+            metavar="FILE",
             exists=True,
             dir_okay=False,
         ),
@@ -174,15 +175,18 @@ def encode(
 
 @cursor_app.command()
 def inspect(
-    topic: Annotated[str, typer.Argument(help="[persistent://]tenant/namespace/topic")],
-    cursor: Annotated[str, typer.Argument(help="Cursor (subscription) name.")],
+    topic: Annotated[
+        str, typer.Argument(help="[persistent://]tenant/namespace/topic", metavar="TOPIC")
+    ],
+    cursor: Annotated[str, typer.Argument(help="Cursor (subscription) name.", metavar="CURSOR")],
     metadata_store: MetadataStoreOpt = None,
     ledger_store: Annotated[
         str | None,
         typer.Option(
+            metavar="URL",
             help="Where the cursor ledger lives: zk:/etcd: (BookKeeper's ledger metadata; the "
             "entries are on the bookies) or sqlite:PATH (the embedded store, entries too); "
-            "default: bookkeeperMetadataServiceUri, else the metadata store."
+            "default: bookkeeperMetadataServiceUri, else the metadata store.",
         ),
     ] = None,
     config_file: ConfigFile = None,
