@@ -36,6 +36,9 @@ def print_inspection(doc: dict[str, Any]) -> None:
             f"properties {json.dumps(state['properties'])}"
         )
     cap = doc["cap"]
+    if cap["atCap"] is None:
+        typer.echo("cap: unknown (the state is in the ledger, not read here)")
+        return
     reached = "reached" if cap["atCap"] else "below"
     pause = (
         ", dispatch paused (PIP-299)"
@@ -59,7 +62,9 @@ def _print_ledger(ledger: dict[str, Any]) -> None:
             f"  {meta['state']}, ensemble {meta['ensembleSize']}, write quorum "
             f"{meta['writeQuorumSize']}, ack quorum {meta['ackQuorumSize']}{digest}"
         )
-        end = "unknown while open" if meta["lastEntryId"] is None else meta["lastEntryId"]
+        end = meta["lastEntryId"]
+        if end is None:
+            end = "not recorded" if meta["state"] == "CLOSED" else "known to its writer only"
         length = "" if meta["length"] is None else f", {meta['length']:,} bytes"
         typer.echo(f"  last entry: {end}{length}")
         for ensemble in meta["ensembles"]:

@@ -45,14 +45,20 @@ def inspect_cursor(
         report.update(cursor_ledger(spec, info.cursors_ledger_id, str(topic), settings))
     # What was persisted is at most the cap; reaching it means acks were likely cut, and
     # with PIP-299 on, the broker pauses dispatch until acks bring it back.
-    state = report["state"]
-    count = state["rangeCount"] if state is not None else znode["rangeCount"]
+    state, ledger = report["state"], report["ledger"]
     cap = settings.max_unacked_ranges_to_persist
+    count: int | None = None
+    of: str | None = None
+    if state is not None:
+        count, of = state["rangeCount"], "ledger state"
+    elif ledger is None or ledger.get("readable"):
+        count, of = znode["rangeCount"], "znode"  # no ledger, or one with no state in it
+    # Else the state of record is in a ledger not read here: the cap is not known.
     report["cap"] = {
-        "of": "ledger state" if state is not None else "znode",
+        "of": of,
         "rangeCount": count,
         "maxUnackedRangesToPersist": cap,
-        "atCap": count >= cap,
+        "atCap": None if count is None else count >= cap,
         "pauseOnAckStatePersistentEnabled": settings.pause_on_ack_state_persistent,
     }
     return report

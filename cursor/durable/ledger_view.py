@@ -78,7 +78,7 @@ def bookkeeper_metadata(node: Node) -> Json:
         "writeQuorumSize": found.quorumSize,
         "ackQuorumSize": found.ackQuorumSize if found.HasField("ackQuorumSize") else None,
         # Only a closed ledger's metadata records its end; an open one's the writer knows.
-        "lastEntryId": found.lastEntryId if closed else None,
+        "lastEntryId": found.lastEntryId if closed and found.HasField("lastEntryId") else None,
         "length": found.length if closed else None,
         "digestType": (
             LedgerMetadataFormat.DigestType.Name(found.digestType)

@@ -75,3 +75,4 @@ def test_inspect_a_real_subscriptions_cursor(
     assert ledger["readable"] is False and "stats-internal" in ledger["why"]
     assert shown.returncode == 0 and f"ledger {ledger_id}:" in shown.stdout
     assert "  pulsar/cursor: audit-sub" in shown.stdout
+    assert report["state"] is None and report["cap"]["atCap"] is None
