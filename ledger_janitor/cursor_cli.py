@@ -167,7 +167,7 @@ def encode(
         files = [{"file": str(p), "bytes": n} for p, n in zip(names, sizes, strict=True)]
         typer.echo(json.dumps({"bytes": len(payload), "entries": len(parts), "files": files}))
         return
-    typer.echo(written_summary(names, sizes, len(payload)))
+    typer.echo(written_summary(names, sizes, len(payload), max_entry_size is not None))
     if verbose and len(names) > 1:
         for path, size in zip(names, sizes, strict=True):
             typer.echo(f"  {path}  {size:,} bytes")

@@ -97,10 +97,11 @@ def _footer_shape() -> str:
     return 'expected {"numParts":N,"length":L}'
 
 
-def written_summary(names: list[Path], sizes: list[int], payload: int) -> str:
+def written_summary(names: list[Path], sizes: list[int], payload: int, chunking: bool) -> str:
     """One line, however many files: counts, first and last name, bytes."""
     if len(names) == 1:
-        return f"wrote {payload:,} bytes to {names[0]} (one entry)"
+        unchunked = " (one entry: smaller than --max-entry-size)" if chunking else ""
+        return f"wrote {payload:,} bytes to {names[0]}{unchunked}"
     chunks = len(names) - 1
     span = str(names[0]) if chunks == 1 else f"{names[0]} ... {names[chunks - 1]}"
     return (

@@ -193,6 +193,8 @@ def test_one_entry_is_not_called_1_entries(tmp_path: Path) -> None:
     )
     ran = cli("encode", "in.json", "--max-entry-size", "1024", "-o", "entry.bin", cwd=tmp_path)
     # Today: "wrote 20 bytes as 1 entries: entry.bin".
-    assert re.fullmatch(r"wrote \d+ bytes to entry\.bin \(one entry\)\n", ran.stdout)
+    assert re.fullmatch(
+        r"wrote \d+ bytes to entry\.bin \(one entry: smaller than --max-entry-size\)\n", ran.stdout
+    )
     summary = cli("decode", "entry.bin", cwd=tmp_path).stdout
     assert "acked: 1 item\n" in summary and "batchedEntryDeletionIndexInfo: 0 batches" in summary
