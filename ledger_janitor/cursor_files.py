@@ -45,7 +45,13 @@ def chunk_files(paths: list[Path]) -> ChunkFiles:
     for path in paths:
         found = _CHUNK.fullmatch(path.name[len(stem) :]) if path.name.startswith(stem) else None
         if found is not None and path.parent == footer.parent:
-            numbered[int(found.group(1))] = path
+            number = int(found.group(1))
+            if number in numbered and numbered[number] != path:
+                raise ChunkSequenceError(
+                    f"{numbered[number]} and {path} are both chunk {number} of {footer}: "
+                    "files of two encodes; remove the older ones"
+                )
+            numbered[number] = path
         elif path != footer:
             skipped.append(path)
     parts = ChunkFooter.parse(footer.read_bytes())
@@ -53,10 +59,11 @@ def chunk_files(paths: list[Path]) -> ChunkFiles:
         raise ChunkSequenceError(f"{footer}: not a chunk footer ({_footer_shape()})")
     expected = list(range(parts.num_parts))
     if sorted(numbered) != expected:
-        given = ", ".join(str(numbered[i]) for i in sorted(numbered)) or "none"
+        names = [str(numbered[i]) for i in sorted(numbered)]
+        given = ", ".join(names[:4]) + (f" ... ({len(names):,} in all)" if len(names) > 4 else "")
         raise ChunkSequenceError(
             f"{footer} counts {plural(parts.num_parts, 'chunk')}, {stem}.0 to "
-            f"{stem}.{parts.num_parts - 1} (zero-padded alike); given: {given}"
+            f"{stem}.{parts.num_parts - 1} (zero-padded alike); given: {given or 'none'}"
         )
     return ChunkFiles([numbered[i] for i in expected] + [footer], skipped)
 

@@ -160,6 +160,9 @@ def test_files_that_are_no_entries_are_named(tmp_path: Path) -> None:
     )
     footer_first = one_error(cli("decode", "s.footer", cwd=tmp_path))
     assert footer_first == "error: s.footer: a chunk footer, which comes last, after its 3 chunks"
+    (tmp_path / "s.00").write_bytes(b"left by an earlier encode")
+    twice = one_error(cli("decode", "s.0", "s.00", "s.1", "s.2", "s.footer", cwd=tmp_path))
+    assert twice.startswith("error: s.0 and s.00 are both chunk 0 of s.footer")
     # Given out of order, encode's names put them back in order.
     ordered = cli("decode", "s.footer", "s.2", "s.0", "s.1", "--json", cwd=tmp_path)
     assert json.loads(ordered.stdout)["acked"] == ACKED
