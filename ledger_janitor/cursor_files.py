@@ -59,8 +59,9 @@ def chunk_files(paths: list[Path]) -> ChunkFiles:
         raise ChunkSequenceError(f"{footer}: not a chunk footer ({_footer_shape()})")
     expected = list(range(parts.num_parts))
     if sorted(numbered) != expected:
-        names = [str(numbered[i]) for i in sorted(numbered)]
-        given = ", ".join(names[:4]) + (f" ... ({len(names):,} in all)" if len(names) > 4 else "")
+        chunks = [str(numbered[i]) for i in sorted(numbered)]
+        more = f" ... ({len(chunks):,} in all)" if len(chunks) > 4 else ""
+        given = ", ".join(chunks[:4]) + more
         raise ChunkSequenceError(
             f"{footer} counts {plural(parts.num_parts, 'chunk')}, {stem}.0 to "
             f"{stem}.{parts.num_parts - 1} (zero-padded alike); given: {given or 'none'}"
