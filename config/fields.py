@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar
 
-from config.urls import STORE_URL_FORMS, check_store_url
+from config.urls import LEDGERS_URL_FORMS, STORE_URL_FORMS, check_ledgers_url, check_store_url
 
-Kind = Literal["bool", "int", "str", "enum", "namespaces", "store", "url", "host"]
+Kind = Literal["bool", "int", "str", "enum", "namespaces", "store", "ledgers", "url", "host"]
 _T = TypeVar("_T")
 
 # Plain decimal only: int() would also take "1_000" and non-ASCII digits, which Pulsar rejects.
@@ -57,6 +57,7 @@ class FieldSpec:
             "enum": "one of " + ", ".join(self.choices) + " (any case)",
             "namespaces": "a comma-separated list of tenant/namespace",
             "store": STORE_URL_FORMS,
+            "ledgers": LEDGERS_URL_FORMS,
             "url": "a URL starting with " + " or ".join(self.schemes),
             "host": "an IP address or a host name that resolves",
         }[self.kind]
@@ -95,10 +96,11 @@ class FieldSpec:
                 value.startswith(s) and len(value) > len(s) for s in self.schemes
             ):
                 return value
-            if self.kind == "store":
+            if self.kind in ("store", "ledgers"):
+                check = check_store_url if self.kind == "store" else check_ledgers_url
                 try:
                     # Our own spelling, whichever of the broker's it was written in.
-                    return check_store_url(value).text
+                    return check(value).text
                 except ValueError as exc:
                     raise ValueError(f"expected {self.expected} ({exc})") from None
             if self.kind == "host" and _resolvable(value):

@@ -234,13 +234,15 @@ class ServiceConfiguration:
         "sqlite:ledger-janitor.db",
         "metadataStoreUrl",
         "store",
-        f"Metadata store: {STORE_URL_FORMS}.",
+        f"Metadata store: {STORE_URL_FORMS}; the broker's spellings are read too "
+        "(metadata-store:zk:..., host:port, or zookeeperServers in a file).",
     )
     bookkeeper_metadata_service_uri: str = _setting(
         "",
         "bookkeeperMetadataServiceUri",
-        "store",
-        "Ledger metadata store; empty = the metadataStoreUrl store.",
+        "ledgers",
+        "Ledger metadata store (ledgers under <chroot>/ledgers), also as BookKeeper's "
+        "zk+hierarchical://...; empty = the metadataStoreUrl store.",
         optional=True,
     )
     deletion_namespaces: tuple[str, ...] = _setting(

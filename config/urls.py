@@ -9,6 +9,7 @@ with no scheme at all is a ZooKeeper connect string (`host:2181,host2:2181[/chro
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import urlsplit
@@ -19,6 +20,14 @@ STORE_URL_FORMS: Final = (
     "zk:host:port[,host:port][/chroot], etcd:http://host:port[,http://host:port] or sqlite:PATH"
 )
 BOOKKEEPER_DRIVER_PREFIX: Final = "metadata-store:"
+LEDGERS_URL_FORMS: Final = (
+    STORE_URL_FORMS + " or zk+hierarchical://host:port[;host:port][/chroot]/ledgers"
+)
+# BookKeeper's own metadata-service URI for ZooKeeper: `zk[+layout]://hosts/ledgers-root`.
+_BOOKKEEPER_ZK: Final = re.compile(r"zk(?:\+(?P<layout>[\w-]+))?://(?P<hosts>[^/]*)(?P<root>/.*)?")
+# The ledger layouts whose paths are ours (deletion/wire/bookkeeper_metadata.ledger_path);
+# "null" lets BookKeeper read it from the LAYOUT znode, which Pulsar writes as hierarchical.
+_OUR_LAYOUTS: Final = (None, "null", "hierarchical")
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,24 @@ def check_store_url(url: str) -> StoreUrl:
         # Pulsar: "will default to ZooKeeper when the scheme is not specified".
         return _parse_zk(url)
     raise ValueError("the scheme must be 'zk:', 'etcd:' or 'sqlite:'")
+
+
+def check_ledgers_url(url: str) -> StoreUrl:
+    """bookkeeperMetadataServiceUri: a store URL as `check_store_url` reads it, or BookKeeper's
+    `zk+hierarchical://host:port[;host:port]/ledgers` as the broker's broker.conf has it.
+
+    There the path is the ledgers root (BookKeeper's `ZKMetadataDriverBase`); we read the
+    ledgers at `<chroot>/ledgers`, so the root must end in `/ledgers`.
+    """
+    found = _BOOKKEEPER_ZK.fullmatch(url)
+    if found is None:
+        return check_store_url(url)
+    if found["layout"] not in _OUR_LAYOUTS:
+        raise ValueError(f"ledger layout {found['layout']!r}: only the hierarchical one is read")
+    root = found["root"] or "/ledgers"
+    if not root.endswith("/ledgers"):
+        raise ValueError(f"ledgers root {root!r}: only <chroot>/ledgers is read")
+    return _parse_zk(found["hosts"].replace(";", ",") + root.removesuffix("/ledgers"))
 
 
 def _looks_like_hosts(url: str) -> bool:

@@ -81,3 +81,32 @@ def test_a_typo_of_our_key_in_a_broker_file_still_fails_with_a_hint(tmp_path: Pa
 def test_broker_keys_are_refused_where_a_broker_never_reads_them() -> None:
     # The environment and --set are ours alone: there, every unknown key is an error.
     assert "unknown key 'clusterName' (from cli)" in load_error(overrides={"clusterName": "x"})
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # BookKeeper's own URI, as broker.conf documents it: the path is the ledgers root.
+        ("zk+hierarchical://zk1:2181;zk2:2181/ledgers", "zk:zk1:2181,zk2:2181"),
+        ("zk://zk1:2181/pulsar/ledgers", "zk:zk1:2181/pulsar"),
+        ("metadata-store:zk:zk1:2181/pulsar", "zk:zk1:2181/pulsar"),
+    ],
+)
+def test_the_brokers_bookkeeper_metadata_service_uri_is_read(
+    tmp_path: Path, raw: str, expected: str
+) -> None:
+    path = write(tmp_path, f"bookkeeperMetadataServiceUri={raw}\n")
+    config = load_configuration(path, {}, {}).config
+    assert config.bookkeeper_metadata_service_uri == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        # Another layout puts ledgers at paths we would not read.
+        ("zk+longhierarchical://zk1:2181/ledgers", "only the hierarchical one"),
+        ("zk+hierarchical://zk1:2181/bk", "only <chroot>/ledgers"),
+    ],
+)
+def test_a_bookkeeper_uri_we_cannot_read_is_refused(raw: str, reason: str) -> None:
+    assert reason in load_error(overrides={"bookkeeperMetadataServiceUri": raw})

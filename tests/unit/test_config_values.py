@@ -131,7 +131,8 @@ def test_bad_namespaces_are_rejected(raw: str) -> None:
     [
         ("metadataStoreUrl", "etcd:h:2379"),
         ("metadataStoreUrl", ""),
-        ("bookkeeperMetadataServiceUri", "zk+hierarchical://h:2181/ledgers"),
+        ("bookkeeperMetadataServiceUri", "zk+longhierarchical://h:2181/ledgers"),
+        ("bookkeeperMetadataServiceUri", "zk+hierarchical://h:2181/bk"),
         ("brokerServiceUrl", "http://h:8080"),
         ("webServiceUrl", "pulsar://h:6650"),
     ],
