@@ -19,6 +19,8 @@ _T = TypeVar("_T")
 _INT: Final = re.compile(r"[+-]?[0-9]+")
 # Pulsar's own rule for tenant and namespace names.
 _NAME_PART: Final = re.compile(r"[-=:.\w]+", re.ASCII)
+# How alike (difflib's ratio) an unknown key in a file must be to one of ours to be its typo.
+TYPO_CUTOFF: Final = 0.85
 # Java's Integer.MAX_VALUE: the broker reads these keys as Java ints and refuses larger values.
 JAVA_INT_MAX: Final = 2**31 - 1
 COMPRESSION_TYPES: Final = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
@@ -188,6 +190,22 @@ def nearest_key(name: str, known: Sequence[str], prefix: str = "") -> str | None
     containing = [k for k in by_squashed if wanted and wanted in k]
     nearest = nearest or (containing if len(containing) == 1 else [])
     return by_squashed[nearest[0]] if nearest else None
+
+
+def typo_of(name: str, known: Sequence[str]) -> str | None:
+    """The key of `known` that `name` is a slip of the keyboard for: nearly the same letters
+    (ignoring case and `_`), or cut short. Stricter than `nearest_key`: a file may hold other
+    programs' keys (a broker's, a bookie's), which are not typos of ours."""
+
+    def squash(text: str) -> str:
+        return text.lower().replace("_", "").replace("-", "")
+
+    by_squashed = {squash(k): k for k in known}
+    wanted = squash(name)
+    close = difflib.get_close_matches(wanted, list(by_squashed), n=1, cutoff=TYPO_CUTOFF)
+    cut_short = [k for k in by_squashed if len(wanted) >= 6 and k.startswith(wanted)]
+    found = close or (cut_short if len(cut_short) == 1 else [])
+    return by_squashed[found[0]] if found else None
 
 
 def unknown_key_message(name: str, source: str, known: Sequence[str], prefix: str = "") -> str:

@@ -20,7 +20,7 @@ from typing import Any, Final
 import javaproperties
 
 from config.broker_keys import BROKER_KEYS
-from config.fields import FieldSpec, is_plain_boolean, nearest_key, one_line, unknown_key_message
+from config.fields import FieldSpec, is_plain_boolean, one_line, typo_of, unknown_key_message
 from config.settings import SPECS, ServiceConfiguration
 from core.errors import ConfigurationError
 
@@ -160,8 +160,8 @@ def _file_entries(path: Path, errors: list[str]) -> list[_Entry]:
 
 
 def _is_typo_of_ours(key: str) -> bool:
-    """An unknown key in a file: the broker's own are not ours; others close to ours are typos."""
-    return key not in BROKER_KEYS and nearest_key(key, list(_BY_KEY)) is not None
+    """An unknown key in a file: the broker's own are not ours; others nearly ours are typos."""
+    return key not in BROKER_KEYS and typo_of(key, list(_BY_KEY)) is not None
 
 
 def _entries(pairs: Iterable[tuple[str, str]], source: str, errors: list[str]) -> list[_Entry]:

@@ -62,10 +62,19 @@ def shown(result: subprocess.CompletedProcess[str]) -> dict[str, dict[str, str]]
     return {row["key"]: row for row in json.loads(result.stdout)}
 
 
-def test_every_key_of_the_real_broker_conf_is_ours_or_the_brokers(broker_conf: Path) -> None:
-    with broker_conf.open(encoding="utf-8") as fp:
+@pytest.mark.parametrize("name", ["broker.conf", "standalone.conf"])
+def test_every_key_of_the_real_broker_files_is_ours_or_the_brokers(
+    broker_conf: Path, name: str
+) -> None:
+    with (broker_conf.parent / name).open(encoding="utf-8") as fp:
         keys = set(javaproperties.load(fp))
     assert keys - {spec.key for spec in SPECS} - BROKER_KEYS == set()
+
+
+def test_the_test_brokers_standalone_conf_is_read() -> None:
+    """The suite's own standalone.conf also sets bookie keys: they are not typos of ours."""
+    conf = Path(__file__).resolve().parents[2] / "harness" / "pulsar" / "standalone.conf"
+    assert cli("config", "show", "-c", str(conf)).returncode == 0
 
 
 def test_config_show_reads_the_stock_broker_conf(broker_conf: Path) -> None:

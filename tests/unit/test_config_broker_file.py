@@ -110,3 +110,24 @@ def test_the_brokers_bookkeeper_metadata_service_uri_is_read(
 )
 def test_a_bookkeeper_uri_we_cannot_read_is_refused(raw: str, reason: str) -> None:
     assert reason in load_error(overrides={"bookkeeperMetadataServiceUri": raw})
+
+
+def test_other_programs_keys_are_not_taken_for_typos(tmp_path: Path) -> None:
+    # A standalone's file also configures its bookie; none of these is a slip for one of ours.
+    lines = "httpServerEnabled=true\nlogSizeLimit=2097152\nmetadataServiceUri=zk://h:2181\n"
+    assert load_configuration(write(tmp_path, lines), {}, {}).sources == {
+        **load_configuration(None, {}, {}).sources
+    }
+
+
+@pytest.mark.parametrize(
+    ("typo", "ours"),
+    [
+        ("metricsPrt", "metricsPort"),
+        ("maxHeldEarly", "maxHeldEarlyMessages"),
+        ("tlsTrustCertsFile", "tlsTrustCertsFilePath"),
+        ("webserviceurl", "webServiceUrl"),
+    ],
+)
+def test_slips_of_the_keyboard_in_a_file_are_typos(tmp_path: Path, typo: str, ours: str) -> None:
+    assert f"did you mean {ours!r}?" in load_error(write(tmp_path, f"{typo}=1\n"))
