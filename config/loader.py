@@ -150,10 +150,12 @@ def _file_entries(path: Path, errors: list[str]) -> list[_Entry]:
     ours = [(key, raw) for key, raw in given if key in _BY_KEY or _is_typo_of_ours(key)]
     found = _entries(ours, source, errors)
     zookeeper = [raw.strip() for key, raw in given if key == ZOOKEEPER_SERVERS_KEY]
+    used = {key for key, _ in ours}
     if zookeeper and not any(key == STORE_KEY for key, _ in given):
         origin = f"{source}, {ZOOKEEPER_SERVERS_KEY}"
         found.append((_BY_KEY[STORE_KEY], "zk:" + zookeeper[-1], origin))
-    ignored = sorted({key for key, _ in pairs} - {key for key, _ in ours} - {ZOOKEEPER_SERVERS_KEY})
+        used.add(ZOOKEEPER_SERVERS_KEY)
+    ignored = sorted({key for key, _ in pairs} - set(_BY_KEY) - used)
     if ignored:
         log.debug("%s: %d keys not ours, ignored: %s", path, len(ignored), ", ".join(ignored))
     return found
