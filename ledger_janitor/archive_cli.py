@@ -35,7 +35,11 @@ archive_app = command_group("The archive of deletions phase two gave up on: list
 NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", help="tenant/namespace.")]
 Wait = Annotated[
     float,
-    typer.Option(min=0, help="Seconds without a new message before the archive counts as read."),
+    typer.Option(
+        min=0,
+        metavar="SECONDS",
+        help="Seconds without a new message before the archive counts as read.",
+    ),
 ]
 
 

@@ -125,9 +125,14 @@ def run(
 @app.command()
 def enqueue(
     topic: Annotated[
-        str, typer.Argument(help="Topic owning the ledger: [persistent://]tenant/ns/topic.")
+        str,
+        typer.Argument(
+            metavar="TOPIC", help="Topic owning the ledger: [persistent://]tenant/ns/topic."
+        ),
     ],
-    ledger_ids: Annotated[list[int], typer.Argument(help="Ledger ids to delete.")],
+    ledger_ids: Annotated[
+        list[int], typer.Argument(metavar="LEDGER_ID", help="Ledger ids to delete.")
+    ],
     component: Annotated[
         LedgerComponent, typer.Option(help="Which part of the topic owns them.")
     ] = (LedgerComponent.MANAGED_LEDGER),
