@@ -205,7 +205,9 @@ def _drain(
                 break
             only = DrainFilter(reason=reason, component=component, limit=left)
             task = progress.add_task(f"draining {target}", total=left)
-            settled += drain.drain(target, only, dry_run, wait, lambda *_: progress.advance(task))
+            settled += drain.drain(
+                target, only, dry_run, wait, lambda *_, t=task: progress.advance(t)
+            )
     return settled
 
 

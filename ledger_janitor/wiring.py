@@ -125,6 +125,7 @@ class Sidecar:
         if metrics is not None:  # the metrics read the cache the handler was built with
             metrics.watch_cache(handler.in_use)
             observers = [*observers, metrics]
+
         # Set up first, as phase one's first send would: see PhaseOne.prepared.
         def namespaces() -> Iterable[NamespaceName]:
             return self.phase_one.prepared(self.namespaces())
