@@ -146,8 +146,8 @@ def test_tables_off_a_terminal_hold_every_value_whole_one_row_a_line(
     for result in (listed, drained):
         assert result.returncode == 0, result.stderr
         assert "…" not in result.stdout
-        for ledger_id in ("424242", "424243"):
-            (row,) = [line for line in result.stdout.splitlines() if ledger_id in line]
+        for archived_id in ("424242", "424243"):
+            (row,) = [line for line in result.stdout.splitlines() if archived_id in line]
             assert str(namespace) in row and f"{namespace}/{topic}" in row
     listed_row = next(line for line in listed.stdout.splitlines() if "424242" in line)
     assert one_line(reason) in listed_row  # the reason's lines joined: still one row

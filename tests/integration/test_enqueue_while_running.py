@@ -46,10 +46,9 @@ def test_enqueue_next_to_a_running_worker_enqueues_both_and_both_are_handled(
     settings = {"sendDelaySecondsOfTwoPhaseDeletion": 1, "deletionNamespaces": str(namespace)}
     sidecar = start_sidecar(zk_backend.metadata_url, broker.service_url, **settings)
     try:
-        assert sidecar.stderr is not None
-        wait_until(
-            lambda: '"event": "subscribed"' in sidecar.stderr.readline(), 60, "the subscription"
-        )
+        stderr = sidecar.stderr
+        assert stderr is not None
+        wait_until(lambda: '"event": "subscribed"' in stderr.readline(), 60, "the subscription")
         began = time.monotonic()
         enqueued = subprocess.run(
             [sys.executable, "-m", "ledger_janitor", "enqueue", seeded.topic.full_name,
