@@ -29,7 +29,7 @@ from ledger_janitor.cli_options import (
     Settings,
     sidecar_for,
 )
-from ledger_janitor.console import count, one_line, plain_console, plural
+from ledger_janitor.console import count, one_line, plain_console, plural, whole
 from ledger_janitor.typer_app import command_group
 from ledger_janitor.wiring import Sidecar
 
@@ -55,14 +55,11 @@ def _when(ms: int | None) -> str:
 
 def _table(rows: list[ArchivedMessage], title: str) -> Table:
     table = Table(
-        "namespace",
-        "ledger",
-        "component",
-        "topic",
+        *whole("namespace", "ledger", "component", "topic"),
         "attempts",
         "first try",
         "last try",
-        "reason",
+        *whole("reason"),
         title=title,
     )
     for archived in rows:
@@ -212,7 +209,7 @@ def _drain(
 
 
 def _drained_table(settled: Settled, title: str) -> Table:
-    table = Table("namespace", "ledger", "topic", "outcome", "why", title=title)
+    table = Table(*whole("namespace", "ledger", "topic", "outcome", "why"), title=title)
     for archived, outcome, why in settled:
         info = archived.info
         table.add_row(

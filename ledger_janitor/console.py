@@ -16,6 +16,7 @@ import os
 import sys
 
 from rich.console import Console
+from rich.table import Column
 from rich.text import Text
 
 # Off a terminal: wide enough for any row we print, so nothing is cut or wrapped.
@@ -71,3 +72,9 @@ def _plural_of(word: str) -> str:
 def one_line(text: str) -> str:
     """A table cell on one line: a row is one line, whatever a reason holds."""
     return " | ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def whole(*headers: str) -> list[Column]:
+    """Table columns of names and ids: on a narrow terminal folded onto more lines, never
+    cut to `namesp…` (a cut name cannot be copied, and rows become alike)."""
+    return [Column(header, overflow="fold") for header in headers]
