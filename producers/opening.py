@@ -83,6 +83,6 @@ def open_phase_one(
             registry,
             config.send_delay_seconds_of_two_phase_deletion,
             float(config.operation_timeout_seconds),
-            prepared.ensure,
+            prepared.ensure_archive,
         )
         yield PhaseOneParts(phase_one, client, pool, registry, admin)

@@ -44,33 +44,35 @@ class PhaseOne:
         registry: NamespaceRegistry,
         send_delay_seconds: float,
         timeout_seconds: float = 30.0,
-        prepare: Callable[[NamespaceName], None] | None = None,
+        prepare_archive: Callable[[NamespaceName], None] | None = None,
     ) -> None:
-        """`prepare(namespace)` makes the namespace's topics and subscriptions (what the
-        first send to it does anyway)."""
+        """`prepare_archive(namespace)` makes the namespace's archive subscription (as the
+        first send to the namespace does, with the others)."""
         self._pool = pool
         self._registry = registry
         self._delay = send_delay_seconds
         self._timeout = timeout_seconds
-        self._prepare = prepare
+        self._prepare_archive = prepare_archive
 
     def prepared(self, namespaces: Iterable[NamespaceName]) -> list[NamespaceName]:
-        """`namespaces`, each set up as its first send would set it up; a failed set-up is
-        logged (and tried again next time), the namespace still returned.
+        """`namespaces`, each with its archive subscription made; a failed set-up is logged
+        (and tried again next time), the namespace still returned.
 
-        The worker's process calls this before it subscribes. Every subscription then
-        exists from the start, and on the embedded broker (pulsar-lite keys a Shared
-        subscription's consumers by the client's consumer id, which every client counts
-        from 0) the worker's long-lived consumers take ids above the ones a short-lived
-        `enqueue` uses for the same set-up: no "Consumer 0 already exists"."""
+        The worker's process calls this before it subscribes: the archive's subscription is
+        the one it does not make by subscribing, and it must exist before anything is
+        archived. On the embedded broker it also keeps the worker clear of `enqueue`:
+        pulsar-lite keys a Shared subscription's consumers by the client's consumer id, which
+        every client counts from 0, and a phase-one process's set-up takes its first ids on
+        the deletion topic (then the retry and archive topics); the worker, having used its
+        first ids on the archive, takes higher ones there. No "Consumer 0 already exists"."""
         listed = sorted(set(namespaces))
-        if self._prepare is None:
+        if self._prepare_archive is None:
             return listed
         for namespace in listed:
             try:
-                self._prepare(namespace)
+                self._prepare_archive(namespace)
             except JanitorError as exc:
-                log.warning("topic set-up failed", namespace=str(namespace), error=str(exc))
+                log.warning("archive set-up failed", namespace=str(namespace), error=str(exc))
         return listed
 
     def enqueue_async(self, info: PendingDeleteLedgerInfo) -> Future[Any]:
