@@ -141,4 +141,4 @@ def test_inspect_help_explains_config_and_set() -> None:
         timeout=60,
         env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
     ).stdout
-    assert "Pulsar-style properties file" in shown and "Override a setting" in shown
+    assert "Properties file" in shown and "Override a setting" in shown
