@@ -13,6 +13,7 @@ import pulsar
 from config import ServiceConfiguration
 from core.errors import BrokerError, ConfigurationError, TransientBrokerError
 from transport.auth import pulsar_authentication
+from transport.oauth2 import issuer_refusal
 from transport.tls_probe import broker_refusal
 
 TRANSIENT_RESULTS = frozenset(
@@ -46,7 +47,7 @@ def connect(config: ServiceConfiguration, log_file: Path | None = None) -> pulsa
         logger = pulsar.FileLogger(pulsar.LoggerLevel.Warn, str(log_file))
     # Tokens, client certificates and OAuth2 read as the admin REST client reads them.
     authentication = pulsar_authentication(config.auth_plugin, config.auth_params)
-    refusal = broker_refusal(config)
+    refusal = broker_refusal(config) or issuer_refusal(config)
     if refusal is not None:
         raise ConfigurationError(refusal)
     return pulsar.Client(

@@ -16,8 +16,10 @@ from urllib.parse import unquote, urlparse
 
 import httpx
 
+from config import ServiceConfiguration
 from core.errors import ConfigurationError, MetadataError, TransientMetadataError
-from transport.auth import OAuth2Settings
+from transport import tls
+from transport.auth import OAuth2Settings, oauth2_from
 
 DISCOVERY = "/.well-known/openid-configuration"
 
@@ -115,3 +117,25 @@ class ClientCredentials:
             status = f"HTTP {response.status_code} {error}".rstrip()
             raise MetadataError(f"the OAuth2 issuer refused {method} {url}: {status}")
         return body
+
+
+def issuer_refusal(config: ServiceConfiguration) -> str | None:
+    """Why the configured OAuth2 issuer will not give us a token (a wrong secret, say: the
+    Pulsar client would only report the broker's AuthenticationError); None if it does, if
+    it cannot be asked just now, or if OAuth2 is not configured."""
+    settings = oauth2_from(config.auth_plugin, config.auth_params)
+    if settings is None:
+        return None
+    verify = tls.issuer_verify(
+        config.tls_trust_certs_file_path or None, config.tls_allow_insecure_connection
+    )
+    source = ClientCredentials(settings, min(config.operation_timeout_seconds, 10), verify)
+    try:
+        source.token()
+    except TransientMetadataError:
+        return None
+    except MetadataError as exc:
+        return str(exc)
+    finally:
+        source.close()
+    return None
