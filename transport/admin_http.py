@@ -136,12 +136,12 @@ class AdminHttp:
             body = json.loads(response.content)
         except ValueError:
             body = None
-        if response.status_code == 401 and not isinstance(body, dict):
-            # Jetty's bare 401: no credentials, or none the broker's providers accept.
+        reason = body.get("reason") if isinstance(body, dict) else None
+        if response.status_code == 401 and not reason:
+            # Jetty's or Jersey's bare 401: no credentials, or none the broker accepts.
             return (
                 f"unauthenticated: the broker accepted none of our credentials ({self.presented})"
             )
-        reason = body.get("reason") if isinstance(body, dict) else None
         reason = reason[:300] if isinstance(reason, str) else ""
         return reason.replace(self._secret, "<token>") if self._secret else reason
 
