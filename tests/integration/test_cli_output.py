@@ -115,7 +115,7 @@ def test_config_show_json() -> None:
     result = invoke("config", "show", "--json")
     assert result.exit_code == 0, result.output
     rows = {row["key"]: row for row in json.loads(result.stdout)}
-    assert rows["metadataStoreUrl"]["doc"].endswith(f"{STORE_URL_FORMS}.")
+    assert f"Metadata store: {STORE_URL_FORMS};" in rows["metadataStoreUrl"]["doc"]
 
 
 def test_config_values_and_sources_with_brackets_are_shown_as_they_are(tmp_path: Path) -> None:
