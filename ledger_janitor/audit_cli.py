@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from core.errors import JanitorError
+from ledger_janitor import install_hint
 from ledger_janitor.cli_options import (
     AsJson,
     BrokerOpt,
@@ -133,8 +134,7 @@ def audit_command(
         if (exc.name or "").split(".")[0] not in ("pyspark", "py4j", "jinja2"):
             raise
         raise JanitorError(
-            f"the audit needs PySpark and Jinja ({exc.name} is missing): "
-            "pip install 'pulsar-ledger-janitor[audit]'"
+            f"the audit needs PySpark and Jinja ({exc.name} is missing): " + install_hint("audit")
         ) from exc
     _preflight(config, inventory, references, metrics_file, enqueue)
     figures = run_command(
