@@ -153,7 +153,10 @@ def audit_command(
     if metrics_file is not None:
         from audit.metrics_file import write_metrics
 
-        write_metrics(metrics_file, figures, time.time(), time.monotonic() - started)
+        try:
+            write_metrics(metrics_file, figures, time.time(), time.monotonic() - started)
+        except OSError as exc:
+            raise JanitorError(f"cannot write --metrics-file {metrics_file}: {exc}") from None
     if as_json:
         typer.echo(json.dumps(figures))
     if figures["dangling"] or figures["missing_ledgers"]:
@@ -184,3 +187,5 @@ def _preflight(
         raise JanitorError(f"{problem}; --enqueue needs it")
     if metrics_file is not None and not metrics_file.parent.is_dir():
         raise JanitorError(f"--metrics-file {metrics_file}: no directory {metrics_file.parent}")
+    if metrics_file is not None and metrics_file.is_dir():
+        raise JanitorError(f"--metrics-file {metrics_file} is a directory; name a *.prom file")

@@ -161,8 +161,18 @@ def closed_port() -> int:
             ("--references", "{tmp}/inventory.jsonl", "--metrics-file", "/nonexistent/a.prom"),
             "error: --metrics-file /nonexistent/a.prom: no directory /nonexistent",
         ),
+        (
+            ("--references", "{tmp}/inventory.jsonl", "--metrics-file", "{tmp}"),
+            "error: --metrics-file {tmp} is a directory; name a *.prom file",
+        ),
     ],
-    ids=["no embedded store", "ZooKeeper not there", "no references file", "no metrics dir"],
+    ids=[
+        "no embedded store",
+        "ZooKeeper not there",
+        "no references file",
+        "no metrics dir",
+        "metrics file a dir",
+    ],
 )
 def test_inputs_are_checked_before_spark_starts(
     tmp_path: Path, args: tuple[str, ...], expected: str
@@ -172,7 +182,7 @@ def test_inputs_are_checked_before_spark_starts(
     given = [a.format(port=port, tmp=tmp_path) for a in args]
     done = audit_process("--inventory", str(inventory), *given)
     assert done.returncode == 2
-    assert one_error_line(done.stderr) == expected.format(port=port)
+    assert one_error_line(done.stderr) == expected.format(port=port, tmp=tmp_path)
     assert SPARK_STARTED not in done.stderr and done.stdout == ""
 
 
