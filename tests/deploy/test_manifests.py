@@ -36,10 +36,6 @@ from tests.deploy.deploy_files import (
 
 # Flags the manifests use that other open work adds (the lead empties this after merging):
 # each is allowed to be missing from `--help` for the reason given.
-PENDING_FLAGS = {
-    (("audit",), "--metrics-file"): "issue 26: the audit writes its gauges for Prometheus",
-    (("audit_main",), "--metrics-file"): "issue 26: the audit writes its gauges for Prometheus",
-}
 # Broker keys (not ours) in the ConfigMap's broker.conf, which the loader must ignore.
 BROKER_KEYS: set[str] = set()
 # Sizing figures from the README's benchmarks (MB of peak RSS).
@@ -111,7 +107,6 @@ def test_images_match_the_dockerfiles_and_the_version() -> None:
 
 
 def test_every_command_and_flag_exists_in_the_cli() -> None:
-    seen = set()
     for where, container, _ in containers():
         runs = invocations(container)
         assert runs, f"{where} runs no ledger-janitor command"
@@ -120,9 +115,7 @@ def test_every_command_and_flag_exists_in_the_cli() -> None:
             assert not words or words[0].startswith("-"), f"{where}: {path} {words}"
             known = set(re.findall(r"--[a-z][a-z-]*", help_text(*path)))
             for flag in (w.split("=")[0] for w in words if w.startswith("--")):
-                seen.add((path, flag))
-                assert flag in known or (path, flag) in PENDING_FLAGS, f"{where}: {flag}"
-    assert set(PENDING_FLAGS) <= seen  # nothing stays pending that is no longer used
+                assert flag in known, f"{where}: {flag}"
 
 
 def test_the_configmap_is_a_broker_conf_the_loader_accepts(tmp_path: Path) -> None:
