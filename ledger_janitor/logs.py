@@ -56,8 +56,11 @@ class _NamedWriter:
 
     def msg(self, message: str) -> None:
         with _Output.lock:
-            _Output.stream.write(message + "\n")
-            _Output.stream.flush()
+            try:
+                _Output.stream.write(message + "\n")
+                _Output.stream.flush()
+            except (ValueError, OSError):  # closed under us: a log line never breaks work
+                _Output.stream = sys.__stderr__ or _Output.stream
 
     log = debug = info = warn = warning = error = err = fatal = exception = critical = msg
 
@@ -147,7 +150,7 @@ def client_log_path() -> Path:
     its lines are read by a thread of ours. One pipe a process, whatever the clients."""
     global _pipe_path
     with _pipe_lock:
-        if _pipe_path is None:
+        if _pipe_path is None or _pipe_path.parent.parent.name != str(os.getpid()):  # forked
             read_fd, write_fd = os.pipe()  # the write end stays open for the process's life
             threading.Thread(
                 target=_forward_client_lines, args=(read_fd,), name="client-log", daemon=True
