@@ -8,6 +8,7 @@ A wrong setting is not retried: it is reported and `run` exits.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -39,6 +40,8 @@ NO_NAMESPACE = (
 EVERY_NAMESPACE = "every namespace with a deletion topic"
 # SIGTERM to exit, whatever is unreachable: well within Kubernetes' default 30 s grace.
 SHUTDOWN_SECONDS = 10.0
+# Past the bound, before the process is made to exit whatever it is doing.
+WATCHDOG_SLACK_SECONDS = 1.0
 # Worth another try later; anything else (a wrong setting) ends `run`.
 RETRIED = (MetadataError, BrokerError, LedgerStorageError, pulsar.PulsarException)
 # Wrong credentials do not fix themselves.
@@ -150,6 +153,26 @@ def warn_about_policies(sidecar: Sidecar) -> None:
         log.warning(f"namespace {namespace}: a pending deletion could be lost: " + "; ".join(found))
 
 
+def _stop_within_bound(stop: threading.Event) -> None:
+    """Stop, and make sure the process is gone SHUTDOWN_SECONDS (and a little) later even if
+    something the orderly stop does not bound hangs (a connection being opened, a client's
+    destructor at exit): nothing unacked is lost, the broker redelivers it."""
+    if stop.is_set():
+        return
+    stop.set()
+    watchdog = threading.Timer(SHUTDOWN_SECONDS + WATCHDOG_SLACK_SECONDS, _exit_now)
+    watchdog.daemon = True
+    watchdog.start()
+
+
+def _exit_now() -> None:
+    log.warning(
+        "shutdown took longer than its bound; exiting now (unacked messages are redelivered)",
+        bound_seconds=SHUTDOWN_SECONDS,
+    )
+    os._exit(0)
+
+
 def describe_start(config: ServiceConfiguration) -> None:
     """The start-up line: version, stores, broker, admin URL and namespaces; and a warning
     when the embedded store is about to be created (the local default, not a cluster)."""
@@ -193,7 +216,7 @@ def run_sidecar(config: ServiceConfiguration, stop: threading.Event | None = Non
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
+            signal.signal(signum, lambda *_: _stop_within_bound(stop))
     status = SidecarStatus()
     endpoint = start_endpoint(config, status)  # a port in use ends `run` before anything else
     describe_start(config)
