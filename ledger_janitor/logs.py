@@ -9,6 +9,7 @@ Pulsar C++ client's own log comes through `client_log_path` (see there). Context
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import os
@@ -17,6 +18,7 @@ import sys
 import threading
 from collections.abc import MutableMapping
 from pathlib import Path
+from queue import Empty, SimpleQueue
 from typing import Any, TextIO
 
 import structlog
@@ -41,26 +43,101 @@ def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[
 
 
 class _Output:
-    """Where every line goes; one lock, one write and flush a line. Loggers are cached on
-    first use, so they look the stream up here: a later `configure` redirects them too."""
+    """Where every line goes. A logging thread only queues its rendered line (with the
+    stream it is meant for); one writer thread writes what is queued, all of it at once,
+    and flushes: no thread doing work waits on a write (and, after it, on the interpreter
+    lock). Loggers are cached on first use, so they reach the stream through here: a later
+    `configure` redirects them too."""
 
     lock = threading.Lock()
     stream: TextIO = sys.stderr
+    queue: SimpleQueue[tuple[TextIO, str] | threading.Event] = SimpleQueue()
+    writer: threading.Thread | None = None
+
+    @classmethod
+    def put(cls, line: str) -> None:
+        if cls.writer is None:
+            cls.start()
+        cls.queue.put((cls.stream, line))
+
+    @classmethod
+    def start(cls) -> None:
+        with cls.lock:
+            if cls.writer is None:
+                cls.writer = threading.Thread(target=cls._write_loop, name="log", daemon=True)
+                cls.writer.start()
+
+    @classmethod
+    def _write_loop(cls) -> None:
+        while True:
+            cls._write([cls.queue.get(), *cls._queued()])
+
+    @classmethod
+    def _queued(cls) -> list[tuple[TextIO, str] | threading.Event]:
+        items: list[tuple[TextIO, str] | threading.Event] = []
+        while True:
+            try:
+                items.append(cls.queue.get_nowait())
+            except Empty:
+                return items
+
+    @classmethod
+    def _write(cls, items: list[tuple[TextIO, str] | threading.Event]) -> None:
+        by_stream: dict[TextIO, list[str]] = {}
+        for item in items:
+            if isinstance(item, threading.Event):
+                cls._write_out(by_stream)
+                by_stream = {}
+                item.set()
+            else:
+                by_stream.setdefault(item[0], []).append(item[1])
+        cls._write_out(by_stream)
+
+    @staticmethod
+    def _write_out(by_stream: dict[TextIO, list[str]]) -> None:
+        for stream, lines in by_stream.items():
+            try:
+                stream.write("\n".join(lines) + "\n")
+                stream.flush()
+            except (ValueError, OSError):  # closed under us: a log line never breaks work
+                pass
+
+    @classmethod
+    def flush(cls, timeout: float = 2.0) -> None:
+        """Return once every line queued so far is written (at exit, before `os._exit`, or
+        before the stream changes)."""
+        writer = cls.writer
+        if writer is not None and writer.is_alive() and writer is not threading.current_thread():
+            written = threading.Event()
+            cls.queue.put(written)
+            if written.wait(timeout):
+                return
+        cls._write(cls._queued())
+
+    @classmethod
+    def after_fork(cls) -> None:
+        cls.lock = threading.Lock()
+        cls.queue = SimpleQueue()
+        cls.writer = None
+
+
+os.register_at_fork(after_in_child=_Output.after_fork)
+atexit.register(_Output.flush)
+
+
+def flush() -> None:
+    """Every line logged so far, written: before an exit that skips `atexit`."""
+    _Output.flush()
 
 
 class _NamedWriter:
-    """structlog's WriteLogger, writing to `_Output`, named for the `logger` field."""
+    """structlog's WriteLogger, through `_Output`, named for the `logger` field."""
 
     def __init__(self, name: str) -> None:
         self.name = name
 
     def msg(self, message: str) -> None:
-        with _Output.lock:
-            try:
-                _Output.stream.write(message + "\n")
-                _Output.stream.flush()
-            except (ValueError, OSError):  # closed under us: a log line never breaks work
-                _Output.stream = sys.__stderr__ or _Output.stream
+        _Output.put(message)
 
     log = debug = info = warn = warning = error = err = fatal = exception = critical = msg
 
@@ -87,6 +164,7 @@ def configure(
     renderer: Any = (
         structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer()
     )
+    _Output.flush()  # what was logged before goes where it was meant to
     _Output.stream = stream
     structlog.configure(
         processors=[

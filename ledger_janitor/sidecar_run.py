@@ -23,7 +23,7 @@ from consumers.metrics import WorkerMetrics
 from consumers.worker import STOP_SECONDS, DeletionWorker, bounded
 from core.errors import BrokerError, LedgerStorageError, MetadataError
 from deletion.domain.topics import NamespaceName
-from ledger_janitor import __version__
+from ledger_janitor import __version__, logs
 from ledger_janitor.endpoint import OperationsEndpoint
 from ledger_janitor.monitor import Monitor
 from ledger_janitor.reachability import PROBE_SECONDS, unreachable
@@ -170,6 +170,7 @@ def _exit_now() -> None:
         "shutdown took longer than its bound; exiting now (unacked messages are redelivered)",
         bound_seconds=SHUTDOWN_SECONDS,
     )
+    logs.flush()
     os._exit(0)
 
 

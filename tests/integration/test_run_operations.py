@@ -30,7 +30,7 @@ EXIT_SLACK_SECONDS = 2.0
 # /ready turns 503 this soon after ZooKeeper goes away (the check runs every second).
 READY_BOUND_SECONDS = 5.0
 # Long enough for ZooKeeper to be stopped before the message is due.
-DELAY = 8
+DELAY = 20
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ def test_sigterm_with_zookeeper_down_is_bounded_and_loses_nothing(
             assert run.said("metadata store lost", "warning")
             # Due now, and its handler waits on the ZooKeeper that is gone.
             age = "ledger_janitor_oldest_held_message_age_seconds"
-            wait_until(lambda: (run.sample(age) or 0) > 0, 30, "a batch in flight")
+            wait_until(lambda: (run.sample(age) or 0) > 0, 60, "a batch in flight")
             seconds = run.terminate()
         assert seconds < SHUTDOWN_SECONDS + EXIT_SLACK_SECONDS, seconds
         events = [event["event"] for event in run.events()]
