@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import re
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar
 
-from config.urls import STORE_URL_FORMS, check_store_url
+from config.urls import LEDGERS_URL_FORMS, STORE_URL_FORMS, check_ledgers_url, check_store_url
 
-Kind = Literal["bool", "int", "str", "enum", "namespaces", "store", "url"]
+Kind = Literal["bool", "int", "str", "enum", "namespaces", "store", "ledgers", "url", "host"]
 _T = TypeVar("_T")
 
 # Plain decimal only: int() would also take "1_000" and non-ASCII digits, which Pulsar rejects.
 _INT: Final = re.compile(r"[+-]?[0-9]+")
 # Pulsar's own rule for tenant and namespace names.
 _NAME_PART: Final = re.compile(r"[-=:.\w]+", re.ASCII)
+# How alike (difflib's ratio) an unknown key in a file must be to one of ours to be its typo.
+TYPO_CUTOFF: Final = 0.85
+# Java's Integer.MAX_VALUE: the broker reads these keys as Java ints and refuses larger values.
+JAVA_INT_MAX: Final = 2**31 - 1
 COMPRESSION_TYPES: Final = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
 
 
@@ -29,6 +35,7 @@ class FieldSpec:
     default: object
     doc: str
     minimum: int | None = None
+    maximum: int | None = None
     choices: tuple[str, ...] = ()
     schemes: tuple[str, ...] = ()
     optional: bool = False  # an empty string means "not set" rather than "invalid"
@@ -39,18 +46,22 @@ class FieldSpec:
         # Every integer setting is a count, a size or a duration: none may be negative.
         if self.kind == "int" and self.minimum is None:
             object.__setattr__(self, "minimum", 0)
+        if self.kind == "int" and self.maximum is None:
+            object.__setattr__(self, "maximum", JAVA_INT_MAX)
 
     @property
     def expected(self) -> str:
         """The accepted values, phrased to follow 'expected'."""
         text = {
             "bool": "true or false",
-            "int": "an integer" + ("" if self.minimum is None else f" >= {self.minimum}"),
+            "int": f"an integer from {self.minimum} to {self.maximum}",
             "str": "a string",
             "enum": "one of " + ", ".join(self.choices) + " (any case)",
             "namespaces": "a comma-separated list of tenant/namespace",
             "store": STORE_URL_FORMS,
+            "ledgers": LEDGERS_URL_FORMS,
             "url": "a URL starting with " + " or ".join(self.schemes),
+            "host": "an IP address or a host name that resolves",
         }[self.kind]
         return text + (" or empty" if self.optional else "")
 
@@ -72,6 +83,7 @@ class FieldSpec:
                 isinstance(value, int)
                 and not isinstance(value, bool)
                 and (self.minimum is None or value >= self.minimum)
+                and (self.maximum is None or value <= self.maximum)
             ):
                 return value
         elif self.kind == "enum":
@@ -86,11 +98,14 @@ class FieldSpec:
                 value.startswith(s) and len(value) > len(s) for s in self.schemes
             ):
                 return value
-            if self.kind == "store":
+            if self.kind in ("store", "ledgers"):
+                check = check_store_url if self.kind == "store" else check_ledgers_url
                 try:
-                    check_store_url(value)
+                    # Our own spelling, whichever of the broker's it was written in.
+                    return check(value).text
                 except ValueError as exc:
                     raise ValueError(f"expected {self.expected} ({exc})") from None
+            if self.kind == "host" and _resolvable(value):
                 return value
         raise ValueError(f"expected {self.expected}")
 
@@ -133,6 +148,24 @@ def _namespaces(value: object, expected: str) -> tuple[str, ...]:
     return tuple(str(item) for item in items)
 
 
+def _resolvable(host: str) -> bool:
+    """An IP address, or a name the resolver knows: checked when the configuration loads, so a
+    bad bind address fails `config show` as well as `run`, not later as a traceback."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return True
+    if not host or any(c.isspace() for c in host):
+        return False
+    try:
+        socket.getaddrinfo(host, None)
+    except (OSError, UnicodeError):
+        return False
+    return True
+
+
 def _name_part(text: str) -> bool:
     return _NAME_PART.fullmatch(text) is not None and text not in (".", "..")
 
@@ -143,8 +176,8 @@ def setting(default: _T, key: str, kind: Kind, doc: str, **extra: Any) -> _T:
     return field(default=default, repr=not spec.secret, metadata={"spec": spec})
 
 
-def unknown_key_message(name: str, source: str, known: Sequence[str], prefix: str = "") -> str:
-    """Name the unknown key, its source and the nearest known key, ignoring case and `_`."""
+def nearest_key(name: str, known: Sequence[str], prefix: str = "") -> str | None:
+    """The known key `name` most likely misspells, ignoring case and `_`; None if none is close."""
 
     # The shared prefix (LEDGER_JANITOR_) is dropped, or it makes every candidate look close.
     def squash(text: str) -> str:
@@ -156,5 +189,35 @@ def unknown_key_message(name: str, source: str, known: Sequence[str], prefix: st
     # A truncated name scores low on similarity but is unambiguous if only one key contains it.
     containing = [k for k in by_squashed if wanted and wanted in k]
     nearest = nearest or (containing if len(containing) == 1 else [])
-    hint = f"did you mean {by_squashed[nearest[0]]!r}?" if nearest else "no similar key exists"
+    return by_squashed[nearest[0]] if nearest else None
+
+
+def typo_of(name: str, known: Sequence[str]) -> str | None:
+    """The key of `known` that `name` is a slip of the keyboard for: nearly the same letters
+    (ignoring case and `_`), or cut short. Stricter than `nearest_key`: a file may hold other
+    programs' keys (a broker's, a bookie's), which are not typos of ours."""
+
+    def squash(text: str) -> str:
+        return text.lower().replace("_", "").replace("-", "")
+
+    by_squashed = {squash(k): k for k in known}
+    wanted = squash(name)
+    close = difflib.get_close_matches(wanted, list(by_squashed), n=1, cutoff=TYPO_CUTOFF)
+    cut_short = [k for k in by_squashed if len(wanted) >= 6 and k.startswith(wanted)]
+    found = close or (cut_short if len(cut_short) == 1 else [])
+    return by_squashed[found[0]] if found else None
+
+
+def unknown_key_message(name: str, source: str, known: Sequence[str], prefix: str = "") -> str:
+    """Name the unknown key, its source and the nearest known key."""
+    nearest = nearest_key(name, known, prefix)
+    hint = f"did you mean {nearest!r}?" if nearest else "no similar key exists"
     return f"unknown key {name!r} (from {source}); {hint}"
+
+
+def one_line(problems: Sequence[str]) -> str:
+    """Several problems as one line (the error contract: one `error:` line), each kept whole."""
+    flat = [" ".join(p.split("\n")) for p in problems]
+    if len(flat) == 1:
+        return flat[0]
+    return f"{len(flat)} configuration problems: " + " | ".join(flat)

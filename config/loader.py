@@ -1,4 +1,12 @@
-"""Layer defaults, a properties file, the environment and CLI flags into one configuration."""
+"""Layer defaults, a properties file, the environment and CLI flags into one configuration.
+
+The properties file may be the broker's own `broker.conf`, read as the broker reads it
+(apache/pulsar `pulsar-broker-common/.../broker/ServiceConfiguration.java`, and its
+`FieldParser.update`): a blank value leaves a setting at its default; `zookeeperServers`
+stands for `zk:<its value>` when `metadataStoreUrl` is blank or absent
+(`getMetadataStoreUrl`); the broker's other keys are none of ours and are ignored. Our own
+keys stay strict: an unknown key close to one of ours is a typo and fails.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +19,8 @@ from typing import Any, Final
 
 import javaproperties
 
-from config.fields import FieldSpec, is_plain_boolean, unknown_key_message
+from config.broker_keys import BROKER_KEYS
+from config.fields import FieldSpec, is_plain_boolean, one_line, typo_of, unknown_key_message
 from config.settings import SPECS, ServiceConfiguration
 from core.errors import ConfigurationError
 
@@ -22,8 +31,16 @@ CONFIG_FILE_ENV: Final = "LEDGER_JANITOR_CONFIG"
 # Not settings either: ZooKeeper digest credentials (read by the ZooKeeper store, never
 # shown) and the test suite's switch for its long variants.
 NOT_SETTINGS: Final = frozenset(
-    {CONFIG_FILE_ENV, "LEDGER_JANITOR_ZOOKEEPER_DIGEST", "LEDGER_JANITOR_LONG_TESTS"}
+    {
+        CONFIG_FILE_ENV,
+        "LEDGER_JANITOR_ZOOKEEPER_DIGEST",
+        "LEDGER_JANITOR_LONG_TESTS",
+        "LEDGER_JANITOR_TRACEBACK",  # the CLI prints a traceback for an unexpected error
+    }
 )
+STORE_KEY: Final = "metadataStoreUrl"
+# The broker's deprecated spelling of metadataStoreUrl: a ZooKeeper connect string.
+ZOOKEEPER_SERVERS_KEY: Final = "zookeeperServers"
 
 
 def snake_case(key: str) -> str:
@@ -91,7 +108,7 @@ def load_configuration(
     apply(_env_entries(environ, errors))
     apply(_entries(overrides.items(), "cli", errors))
     if errors:
-        raise ConfigurationError(f"{len(errors)} configuration problem(s):\n" + "\n".join(errors))
+        raise ConfigurationError(one_line(errors))
     return LoadedConfiguration(ServiceConfiguration(**values), sources)
 
 
@@ -127,7 +144,26 @@ def _file_entries(path: Path, errors: list[str]) -> list[_Entry]:
     except (OSError, ValueError) as exc:
         errors.append(f"cannot read properties file {path}: {exc}")
         return []
-    return _entries(pairs, f"file:{path}", errors)
+    source = f"file:{path}"
+    # Blank means "not set" to the broker: `broker.conf` lists most of its keys with no value.
+    given = [(key, raw) for key, raw in pairs if raw.strip()]
+    ours = [(key, raw) for key, raw in given if key in _BY_KEY or _is_typo_of_ours(key)]
+    found = _entries(ours, source, errors)
+    zookeeper = [raw.strip() for key, raw in given if key == ZOOKEEPER_SERVERS_KEY]
+    used = {key for key, _ in ours}
+    if zookeeper and not any(key == STORE_KEY for key, _ in given):
+        origin = f"{source}, {ZOOKEEPER_SERVERS_KEY}"
+        found.append((_BY_KEY[STORE_KEY], "zk:" + zookeeper[-1], origin))
+        used.add(ZOOKEEPER_SERVERS_KEY)
+    ignored = sorted({key for key, _ in pairs} - set(_BY_KEY) - used)
+    if ignored:
+        log.debug("%s: %d keys not ours, ignored: %s", path, len(ignored), ", ".join(ignored))
+    return found
+
+
+def _is_typo_of_ours(key: str) -> bool:
+    """An unknown key in a file: the broker's own are not ours; others nearly ours are typos."""
+    return key not in BROKER_KEYS and typo_of(key, list(_BY_KEY)) is not None
 
 
 def _entries(pairs: Iterable[tuple[str, str]], source: str, errors: list[str]) -> list[_Entry]:

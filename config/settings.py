@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Final
 
-from config.fields import COMPRESSION_TYPES, FieldSpec, unknown_key_message
+from config.fields import COMPRESSION_TYPES, FieldSpec, one_line, unknown_key_message
 from config.fields import setting as _setting
 from config.urls import STORE_URL_FORMS
 from core.errors import ConfigurationError
@@ -111,6 +111,7 @@ class ServiceConfiguration:
         "persistentUnackedRangesMaxEntrySize",
         "int",
         "Largest entry, in bytes, used for persisted acknowledgment holes.",
+        minimum=1,
     )
     cursor_info_compression_type: str = _setting(
         "NONE",
@@ -148,6 +149,7 @@ class ServiceConfiguration:
         "managedLedgerCursorMaxEntriesPerLedger",
         "int",
         "Entries written to a cursor ledger before it rolls over.",
+        minimum=1,
     )
     managed_ledger_cursor_rollover_time_in_seconds: int = _setting(
         14400,
@@ -232,13 +234,15 @@ class ServiceConfiguration:
         "sqlite:ledger-janitor.db",
         "metadataStoreUrl",
         "store",
-        f"Metadata store: {STORE_URL_FORMS}.",
+        f"Metadata store: {STORE_URL_FORMS}; the broker's spellings are read too "
+        "(metadata-store:zk:..., host:port, or zookeeperServers in a file).",
     )
     bookkeeper_metadata_service_uri: str = _setting(
         "",
         "bookkeeperMetadataServiceUri",
-        "store",
-        "Ledger metadata store; empty = the metadataStoreUrl store.",
+        "ledgers",
+        "Ledger metadata store (ledgers under <chroot>/ledgers), also as BookKeeper's "
+        "zk+hierarchical://...; empty = the metadataStoreUrl store.",
         optional=True,
     )
     deletion_namespaces: tuple[str, ...] = _setting(
@@ -259,9 +263,13 @@ class ServiceConfiguration:
         "int",
         "Port of /metrics, /health and /ready for `run`; 0 = off.",
         minimum=0,
+        maximum=65535,
     )
     metrics_bind_address: str = _setting(
-        "127.0.0.1", "metricsBindAddress", "str", "Address the metrics port listens on."
+        "127.0.0.1",
+        "metricsBindAddress",
+        "host",
+        "Address the metrics port listens on: an IP address or a host name that resolves.",
     )
     operation_timeout_seconds: int = _setting(
         30,
@@ -288,14 +296,14 @@ class ServiceConfiguration:
             except ValueError as exc:
                 problems.append(spec.bad_value(raw, None, str(exc)))
         if problems:
-            raise ConfigurationError("\n".join(problems))
+            raise ConfigurationError(one_line(problems))
 
     def with_overrides(self, **changes: Any) -> ServiceConfiguration:
         """A copy with snake_case attributes replaced, validated like any other source."""
         known = [spec.name for spec in SPECS]
         unknown = [unknown_key_message(n, "code", known) for n in changes if n not in known]
         if unknown:
-            raise ConfigurationError("\n".join(unknown))
+            raise ConfigurationError(one_line(unknown))
         return replace(self, **changes)
 
 

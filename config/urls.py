@@ -1,7 +1,15 @@
-"""Metadata-store URLs: the stores ledger-janitor knows how to reach."""
+"""Metadata-store URLs: the stores ledger-janitor knows how to reach, spelled as Pulsar spells them.
+
+Besides our own `zk:`, `etcd:` and `sqlite:` forms, the broker's spellings are read as the
+broker reads them (apache/pulsar, `pulsar-broker-common/.../broker/ServiceConfiguration.java`
+`getMetadataStoreUrl`, and `pulsar-metadata/.../bookkeeper/MetadataStoreUrl.java`):
+`metadata-store:<url>` (BookKeeper's driver scheme, `;` between hosts) is `<url>`, and a URL
+with no scheme at all is a ZooKeeper connect string (`host:2181,host2:2181[/chroot]`).
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import urlsplit
@@ -11,6 +19,15 @@ from core.errors import ConfigurationError
 STORE_URL_FORMS: Final = (
     "zk:host:port[,host:port][/chroot], etcd:http://host:port[,http://host:port] or sqlite:PATH"
 )
+BOOKKEEPER_DRIVER_PREFIX: Final = "metadata-store:"
+LEDGERS_URL_FORMS: Final = (
+    STORE_URL_FORMS + " or zk+hierarchical://host:port[;host:port][/chroot]/ledgers"
+)
+# BookKeeper's own metadata-service URI for ZooKeeper: `zk[+layout]://hosts/ledgers-root`.
+_BOOKKEEPER_ZK: Final = re.compile(r"zk(?:\+(?P<layout>[\w-]+))?://(?P<hosts>[^/]*)(?P<root>/.*)?")
+# The ledger layouts whose paths are ours (deletion/wire/bookkeeper_metadata.ledger_path);
+# "null" lets BookKeeper read it from the LAYOUT znode, which Pulsar writes as hierarchical.
+_OUR_LAYOUTS: Final = (None, "null", "hierarchical")
 
 
 @dataclass(frozen=True)
@@ -23,6 +40,15 @@ class StoreUrl:
     chroot: str = ""
     path: str = ""
     endpoints: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The URL in our own spelling: what `config show` prints and every reader parses."""
+        if self.scheme == "zk":
+            return f"zk:{self.hosts}{self.chroot}"
+        if self.scheme == "etcd":
+            return "etcd:" + ",".join(self.endpoints)
+        return f"sqlite:{self.path}"
 
 
 def parse_store_url(url: str) -> StoreUrl:
@@ -42,6 +68,9 @@ def check_store_url(url: str) -> StoreUrl:
     Settings validation wraps the reason in its own key/value/source message, so it
     must not be buried inside a second copy of the URL.
     """
+    if url.startswith(BOOKKEEPER_DRIVER_PREFIX):
+        # BookKeeper's metadata-service form of a Pulsar store URL; its hosts may be `;`-separated.
+        url = url.removeprefix(BOOKKEEPER_DRIVER_PREFIX).replace(";", ",")
     scheme, colon, rest = url.partition(":")
     if colon and scheme == "zk":
         return _parse_zk(rest)
@@ -49,7 +78,36 @@ def check_store_url(url: str) -> StoreUrl:
         return _parse_etcd(rest)
     if colon and scheme == "sqlite":
         return _parse_sqlite(rest)
+    if "://" not in url and _looks_like_hosts(url):
+        # Pulsar: "will default to ZooKeeper when the scheme is not specified".
+        return _parse_zk(url)
     raise ValueError("the scheme must be 'zk:', 'etcd:' or 'sqlite:'")
+
+
+def check_ledgers_url(url: str) -> StoreUrl:
+    """bookkeeperMetadataServiceUri: a store URL as `check_store_url` reads it, or BookKeeper's
+    `zk+hierarchical://host:port[;host:port]/ledgers` as the broker's broker.conf has it.
+
+    There the path is the ledgers root (BookKeeper's `ZKMetadataDriverBase`); we read the
+    ledgers at `<chroot>/ledgers`, so the root must end in `/ledgers`.
+    """
+    found = _BOOKKEEPER_ZK.fullmatch(url)
+    if found is None:
+        return check_store_url(url)
+    if found["layout"] not in _OUR_LAYOUTS:
+        raise ValueError(f"ledger layout {found['layout']!r}: only the hierarchical one is read")
+    root = found["root"] or "/ledgers"
+    if not root.endswith("/ledgers"):
+        raise ValueError(f"ledgers root {root!r}: only <chroot>/ledgers is read")
+    return _parse_zk(found["hosts"].replace(";", ",") + root.removesuffix("/ledgers"))
+
+
+def _looks_like_hosts(url: str) -> bool:
+    """`host:port[,host:port][/chroot]` with nothing that could be a mistyped scheme."""
+    hosts = url.partition("/")[0]
+    return bool(hosts) and all(
+        part.count(":") == 1 and part.rpartition(":")[2].isdigit() for part in hosts.split(",")
+    )
 
 
 def _parse_zk(rest: str) -> StoreUrl:

@@ -3,6 +3,7 @@ tenants, namespaces and topics, and read back what the broker itself says, as gr
 
 from __future__ import annotations
 
+import ssl
 import time
 from typing import Any
 from urllib.parse import quote
@@ -13,10 +14,19 @@ from deletion.domain.topics import NamespaceName, TopicName
 
 
 class BrokerAdmin:
-    def __init__(self, web_url: str, token: str | None = None) -> None:
+    def __init__(
+        self, web_url: str, token: str | None = None, verify: ssl.SSLContext | bool = True
+    ) -> None:
+        """`verify`: for an https:// broker, a context trusting its CA (and presenting a
+        client certificate, for one that authenticates by it)."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(
-            base_url=web_url, timeout=60, headers=headers, follow_redirects=True, trust_env=False
+            base_url=web_url,
+            timeout=60,
+            headers=headers,
+            follow_redirects=True,
+            trust_env=False,
+            verify=verify,
         )
 
     def close(self) -> None:

@@ -151,16 +151,24 @@ class PulsarStandalone:
         self._wait_healthy(timeout)
         return self
 
+    @property
+    def health_url(self) -> str:
+        return f"{self.web_url}/admin/v2/brokers/health"
+
+    def health_client(self) -> httpx.Client:
+        """An HTTP client the broker lets ask for its health (a superuser's token, if any)."""
+        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+        return httpx.Client(timeout=5, trust_env=False, headers=headers)
+
     def _wait_healthy(self, timeout: float) -> None:
         """The broker's health check produces and consumes a message on its heartbeat topic."""
         deadline = time.monotonic() + timeout
-        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
-        with httpx.Client(timeout=5, trust_env=False, headers=headers) as http:
+        with self.health_client() as http:
             while time.monotonic() < deadline:
                 if self.process is not None and self.process.poll() is not None:
                     raise RuntimeError(f"Pulsar exited; see {self.root / 'logs' / 'stdout.log'}")
                 try:
-                    if http.get(f"{self.web_url}/admin/v2/brokers/health").text == "ok":
+                    if http.get(self.health_url).text == "ok":
                         return
                 except httpx.HTTPError:
                     pass

@@ -1,5 +1,5 @@
 """JWT tokens for a broker with token authentication, made by the distribution's own tool
-(`bin/pulsar tokens create-secret-key` and `tokens create`), not by hand."""
+(`bin/pulsar tokens create-secret-key`, `create-key-pair` and `tokens create`), not by hand."""
 
 from __future__ import annotations
 
@@ -35,3 +35,14 @@ def make_tokens(
         for subject in subjects
     }
     return key, tokens
+
+
+def make_signed_token(dist: Distribution, directory: Path, subject: str) -> tuple[Path, str]:
+    """A key pair (RS256) under `directory`, as an OAuth2 issuer holds one: its public key's
+    file (what the broker trusts: tokenPublicKey), and a token for `subject` signed with the
+    private key."""
+    directory.mkdir(parents=True, exist_ok=True)
+    private, public = directory / "private.key", directory / "public.key"
+    _tool(dist, "create-key-pair", "--output-private-key", str(private),
+          "--output-public-key", str(public))  # fmt: skip
+    return public, _tool(dist, "create", "--private-key", f"file://{private}", "--subject", subject)

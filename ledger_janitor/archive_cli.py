@@ -19,6 +19,7 @@ from consumers.archive import (
     list_archive,
 )
 from core.errors import ConfigurationError
+from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName
 from ledger_janitor.cli_options import (
     AsJson,
@@ -28,14 +29,27 @@ from ledger_janitor.cli_options import (
     Settings,
     sidecar_for,
 )
-from ledger_janitor.console import plain_console
+from ledger_janitor.console import count, one_line, plain_console, plural, whole
 from ledger_janitor.typer_app import command_group
+from ledger_janitor.wiring import Sidecar
 
 archive_app = command_group("The archive of deletions phase two gave up on: list it, drain it.")
-NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", help="tenant/namespace.")]
+NamespaceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--namespace",
+        "-n",
+        help="tenant/namespace. Without it: every namespace that has a deletion or archive "
+        "topic, and those in deletionNamespaces.",
+    ),
+]
 Wait = Annotated[
     float,
-    typer.Option(min=0, help="Seconds without a new message before the archive counts as read."),
+    typer.Option(
+        min=0,
+        metavar="SECONDS",
+        help="Seconds without a new message before the archive counts as read.",
+    ),
 ]
 
 
@@ -45,14 +59,11 @@ def _when(ms: int | None) -> str:
 
 def _table(rows: list[ArchivedMessage], title: str) -> Table:
     table = Table(
-        "namespace",
-        "ledger",
-        "component",
-        "topic",
+        *whole("namespace", "ledger", "component", "topic"),
         "attempts",
         "first try",
         "last try",
-        "reason",
+        *whole("reason"),
         title=title,
     )
     for archived in rows:
@@ -65,9 +76,23 @@ def _table(rows: list[ArchivedMessage], title: str) -> Table:
             str(archived.attempts),
             _when(archived.first_try_ms),
             _when(archived.last_try_ms),
-            archived.reason,
+            one_line(archived.reason),
         )
     return table
+
+
+def _namespaces(sidecar: Sidecar, namespace: str | None) -> list[NamespaceName]:
+    """The one named, or every one known: list and drain read the same set."""
+    if namespace:
+        return [NamespaceName.parse(namespace)]
+    return sorted({*sidecar.namespaces(), *discover_archive_namespaces(sidecar.metadata)})
+
+
+def _none_known(store: str) -> str:
+    return (
+        f"no namespace has a deletion or archive topic in {store}, and deletionNamespaces "
+        "is empty: pass --namespace tenant/namespace"
+    )
 
 
 @archive_app.command("list")
@@ -83,11 +108,7 @@ def list_command(
     """Show what is archived and why, without consuming it; without --namespace, in every
     namespace that has a deletion or archive topic."""
     with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
-        if namespace:
-            namespaces = [NamespaceName.parse(namespace)]
-        else:
-            found = {*sidecar.namespaces(), *discover_archive_namespaces(sidecar.metadata)}
-            namespaces = sorted(found)
+        namespaces = _namespaces(sidecar, namespace)
         rows = [row for ns in namespaces for row in list_archive(sidecar.client, ns, wait)]
         store = sidecar.config.metadata_store_url
     if as_json:
@@ -95,31 +116,32 @@ def list_command(
         return
     console = plain_console()
     if not namespaces:
-        console.print(
-            f"no namespace has a deletion or archive topic in {store}, and deletionNamespaces "
-            "is empty: pass --namespace tenant/namespace",
-            soft_wrap=True,
-        )
+        console.print(_none_known(store), soft_wrap=True)
         return
     checked = ", ".join(map(str, namespaces))
     if not rows:
         console.print(f"nothing archived in {checked}", soft_wrap=True)
         return
     per_namespace = Counter(str(row.namespace) for row in rows)
-    title = f"{len(rows)} archived in {len(per_namespace)} of {len(namespaces)} namespaces"
+    title = (
+        f"{count(len(rows))} archived in {count(len(per_namespace))} of "
+        f"{plural(len(namespaces), 'namespace')}"
+    )
     console.print(_table(rows, title))
-    counts = ", ".join(f"{ns} {n}" for ns, n in sorted(per_namespace.items()))
+    counts = ", ".join(f"{ns} {count(n)}" for ns, n in sorted(per_namespace.items()))
     console.print(f"archived per namespace: {counts}; checked: {checked}", soft_wrap=True)
 
 
 @archive_app.command("drain")
 def drain_command(
-    namespace: Annotated[str, typer.Option("--namespace", "-n", help="tenant/namespace.")],
+    namespace: NamespaceOpt = None,
     reason: Annotated[
         str | None, typer.Option(help="Only messages whose reason contains this.")
     ] = None,
     component: Annotated[str | None, typer.Option(help="Only this ledger component.")] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="Settle at most this many.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Settle at most this many, in all.")
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Say what would happen; change nothing.")
     ] = False,
@@ -132,45 +154,73 @@ def drain_command(
     broker_url: BrokerOpt = None,
 ) -> None:
     """Re-check archived messages now: delete what is safe, requeue what may become safe
-    (with a fresh attempt count), archive the rest again with the new reason."""
-    target = NamespaceName.parse(namespace)
-    if not (dry_run or yes):
-        if not sys.stdin.isatty():
-            raise ConfigurationError("drain changes the archive: pass --yes (or --dry-run)")
-        typer.confirm(f"Drain the archive of {target}?", abort=True)
-    only = DrainFilter(reason=reason, component=component, limit=limit)
-    with (
-        sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar,
-        Progress(console=plain_console(stderr=True), transient=True) as progress,
-    ):
-        task = progress.add_task(f"draining {target}", total=limit)
-        settled = sidecar.archive_drain().drain(
-            target, only, dry_run, wait, lambda *_: progress.advance(task)
-        )
+    (with a fresh attempt count), archive the rest again with the new reason. Without
+    --namespace, in every namespace `archive list` reads."""
+    if not (dry_run or yes) and not sys.stdin.isatty():
+        raise ConfigurationError("drain changes the archive: pass --yes (or --dry-run)")
+    with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
+        targets = _namespaces(sidecar, namespace)
+        if not targets:
+            raise ConfigurationError(_none_known(sidecar.config.metadata_store_url))
+        named = ", ".join(map(str, targets))
+        if not (dry_run or yes):
+            typer.confirm(f"Drain the archive of {named}?", abort=True)
+        settled = _drain(sidecar, targets, reason, component, limit, dry_run, wait)
     counts = Counter(outcome.value for _, outcome, _ in settled)
     if as_json:
         rows = [{**a.as_json(), "outcome": o.value, "new_reason": r} for a, o, r in settled]
-        typer.echo(
-            json.dumps(
-                {
-                    "namespace": str(target),
-                    "dry_run": dry_run,
-                    "counts": dict(counts),
-                    "messages": rows,
-                }
-            )
-        )
+        summary = {
+            "namespaces": [str(ns) for ns in targets],
+            "dry_run": dry_run,
+            "counts": dict(counts),
+            "messages": rows,
+        }
+        typer.echo(json.dumps(summary))
         return
-    table = Table("ledger", "topic", "outcome", "why", title=f"drained {target}")
+    console = plain_console()
+    if settled:
+        console.print(_drained_table(settled, f"drained {named}"))
+    totals = ", ".join(f"{count(n)} {name}" for name, n in sorted(counts.items()))
+    console.print(totals or f"nothing to drain in {named}", soft_wrap=True)
+
+
+Settled = list[tuple[ArchivedMessage, Outcome, str]]
+
+
+def _drain(
+    sidecar: Sidecar,
+    targets: list[NamespaceName],
+    reason: str | None,
+    component: str | None,
+    limit: int | None,
+    dry_run: bool,
+    wait: float,
+) -> Settled:
+    settled: Settled = []
+    drain = sidecar.archive_drain()
+    shown = plain_console(stderr=True)
+    with Progress(console=shown, transient=True, disable=not shown.is_terminal) as progress:
+        for target in targets:
+            left = None if limit is None else limit - len(settled)
+            if left == 0:
+                break
+            only = DrainFilter(reason=reason, component=component, limit=left)
+            task = progress.add_task(f"draining {target}", total=left)
+            settled += drain.drain(
+                target, only, dry_run, wait, lambda *_, t=task: progress.advance(t)
+            )
+    return settled
+
+
+def _drained_table(settled: Settled, title: str) -> Table:
+    table = Table(*whole("namespace", "ledger", "topic", "outcome", "why"), title=title)
     for archived, outcome, why in settled:
         info = archived.info
         table.add_row(
+            str(archived.namespace),
             str(info.ledger_id) if info else "?",
             str(info.topic_name) if info else "(undecodable)",
             outcome.value,
-            why,
+            one_line(why),
         )
-    plain_console().print(table)
-    plain_console().print(
-        ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "nothing to drain"
-    )
+    return table

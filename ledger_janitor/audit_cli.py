@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from core.errors import JanitorError
+from ledger_janitor import install_hint
 from ledger_janitor.cli_options import (
     AsJson,
     BrokerOpt,
@@ -114,8 +115,7 @@ def audit_command(
         if (exc.name or "").split(".")[0] not in ("pyspark", "py4j", "jinja2"):
             raise
         raise JanitorError(
-            f"the audit needs PySpark and Jinja ({exc.name} is missing): "
-            "pip install 'pulsar-ledger-janitor[audit]'"
+            f"the audit needs PySpark and Jinja ({exc.name} is missing): " + install_hint("audit")
         ) from exc
     figures = run_command(
         config,

@@ -31,6 +31,7 @@ from ledger_janitor.cli_options import (
 )
 from ledger_janitor.console import plain_console
 from ledger_janitor.cursor_cli import cursor_app
+from ledger_janitor.enqueue_report import report_enqueued
 from ledger_janitor.typer_app import command_group
 
 app = command_group("Delete Apache Pulsar ledgers safely, in two phases (PIP-186).")
@@ -125,9 +126,14 @@ def run(
 @app.command()
 def enqueue(
     topic: Annotated[
-        str, typer.Argument(help="Topic owning the ledger: [persistent://]tenant/ns/topic.")
+        str,
+        typer.Argument(
+            metavar="TOPIC", help="Topic owning the ledger: [persistent://]tenant/ns/topic."
+        ),
     ],
-    ledger_ids: Annotated[list[int], typer.Argument(help="Ledger ids to delete.")],
+    ledger_ids: Annotated[
+        list[int], typer.Argument(metavar="LEDGER_ID", help="Ledger ids to delete.")
+    ],
     component: Annotated[
         LedgerComponent, typer.Option(help="Which part of the topic owns them.")
     ] = (LedgerComponent.MANAGED_LEDGER),
@@ -139,7 +145,11 @@ def enqueue(
     metadata_store: MetadataStoreOpt = None,
     broker_url: BrokerOpt = None,
 ) -> None:
-    """Phase one by hand: enqueue delayed pending deletions for ledgers of one topic."""
+    """Phase one by hand: enqueue delayed pending deletions for ledgers of one topic.
+
+    Prints one line per ledger. Exit code 0: all enqueued; 3: some were not (listed;
+    enqueue those again); 2: none was, or an error (one `error:` line).
+    """
     parsed = TopicName.parse(topic)
     infos = [
         PendingDeleteLedgerInfo(
@@ -152,9 +162,8 @@ def enqueue(
         for ledger_id in ledger_ids
     ]
     with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
-        ids = sidecar.phase_one.enqueue(infos)
-    for info, message_id in zip(infos, ids, strict=True):
-        typer.echo(f"enqueued {info.describe()} as {message_id}")
+        sent = sidecar.phase_one.enqueue_each(infos)
+    report_enqueued(sent)
 
 
 @app.command()

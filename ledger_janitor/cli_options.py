@@ -26,7 +26,8 @@ ConfigFile = Annotated[
     typer.Option(
         "--config",
         "-c",
-        help=f"Pulsar-style properties file (or ${CONFIG_FILE_ENV}).",
+        metavar="FILE",
+        help=f"Properties file, e.g. the broker's own broker.conf (or ${CONFIG_FILE_ENV}).",
         envvar=CONFIG_FILE_ENV,
         show_default=False,
     ),
@@ -44,11 +45,13 @@ MetadataStoreOpt = Annotated[
     str | None,
     typer.Option(
         "--metadata-store",
+        metavar="URL",
         help="metadataStoreUrl: zk:host:port[/chroot], etcd:http://host:port or sqlite:PATH.",
     ),
 ]
 BrokerOpt = Annotated[
-    str | None, typer.Option("--broker-url", help="brokerServiceUrl, pulsar://host:port.")
+    str | None,
+    typer.Option("--broker-url", metavar="URL", help="brokerServiceUrl, pulsar://host:port."),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log every message handled.")]

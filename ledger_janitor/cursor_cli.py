@@ -13,8 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from config import CONFIG_FILE_ENV
-from core.errors import ConfigurationError
+from core.errors import ConfigurationError, DecodeError
 from cursor.durable.inspection import inspect_cursor
 from cursor.durable.json_form import (
     cursor_info_from_json,
@@ -22,13 +21,18 @@ from cursor.durable.json_form import (
     position_info_from_json,
     position_info_json,
 )
+from cursor.durable.json_input import parse_cursor_info, parse_position_info
+from cursor.errors import AckStateError
 from cursor.persistence import chunking
 from cursor.wire.compression import compress, compression_type, decompress
 from cursor.wire.content import RangeEncoding
 from cursor.wire.cursor_info_codec import decode_cursor_info, encode_cursor_info
 from cursor.wire.position_info_codec import decode_position_info, encode_position_info
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
-from ledger_janitor.cli_options import load
+from ledger_janitor.cli_options import AsJson, ConfigFile, MetadataStoreOpt, Settings, load
+from ledger_janitor.console import err
+from ledger_janitor.cursor_files import chunk_files, plural, read_entries, written_summary
+from ledger_janitor.cursor_inspect import print_inspection
 from ledger_janitor.typer_app import command_group
 
 cursor_app = command_group("Cursor acknowledgment state: decode, encode, inspect.")
@@ -48,7 +52,22 @@ class Compression(str, Enum):
 
 
 KindOpt = Annotated[Kind, typer.Option("--kind", help="Which message the bytes hold.")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+
+ENCODE_EPILOG = """\b
+The JSON is what `cursor decode --json` prints (field names as in Pulsar's .proto); only
+markDelete is required for position-info (a cursor-ledger entry), nothing for cursor-info
+(the cursor's znode). Acknowledgments in any of three lists, all merged:
+  acked                           [[ledgerId, firstEntry, lastEntry], ...]  closed runs
+  individualDeletedMessages       [[lowerLedger, lowerEntry, upperLedger, upperEntry], ...]
+                                  open-closed MessageRanges, as on the wire
+  individualDeletedMessageRanges  [{"key": ledgerId, "values": [int64 words]}, ...]
+  batchedEntryDeletionIndexInfo   [{"ledgerId": L, "entryId": E, "deleteSet": [int64 words]}]
+  properties {"name": int}; cursor-info also cursorsLedgerId, lastActive, cursorProperties.
+Example (position-info):
+  {"markDelete": {"ledgerId": 3, "entryId": 9},
+   "acked": [[3, 11, 12], [3, 20, 20], [4, 0, 63]],
+   "properties": {"a": 2}}
+"""
 
 
 @cursor_app.command()
@@ -56,7 +75,10 @@ def decode(
     files: Annotated[
         list[Path],
         typer.Argument(
-            help="The entry, or a chunk sequence's entries in order (chunks, then footer).",
+            help="The entry, or a chunk sequence's entries: the chunks in order, then the "
+            "footer; NAME.footer with NAME.0, NAME.1, ... (as encode writes them) are put in "
+            "order and other files given beside them are left out.",
+            metavar="FILE",
             exists=True,
             dir_okay=False,
         ),
@@ -65,13 +87,17 @@ def decode(
     as_json: AsJson = False,
 ) -> None:
     """Bytes to JSON: mark-delete position, ranges, batch indexes, properties."""
-    entries = [path.read_bytes() for path in files]
+    chosen = chunk_files(files)
+    for path in chosen.skipped:
+        err.print(f"note: left out {path}: not part of the chunk sequence", soft_wrap=True)
+    entries = read_entries(chosen.paths)
+    where = str(chosen.paths[-1])
     payload = chunking.join(entries)
-    plain, compression = decompress(payload, str(files[-1]))
+    plain, compression = decompress(payload, where)
     if kind is Kind.POSITION_INFO:
-        doc = position_info_json(decode_position_info(plain, str(files[-1])))
+        doc = position_info_json(decode_position_info(plain, where))
     else:
-        doc = cursor_info_json(decode_cursor_info(plain, str(files[-1])))
+        doc = cursor_info_json(decode_cursor_info(plain, where))
     doc["compression"] = CompressionType.Name(compression)
     doc["entries"], doc["bytes"] = len(entries), len(payload)
     if as_json:
@@ -80,9 +106,16 @@ def decode(
         _summary(doc)
 
 
-@cursor_app.command()
+@cursor_app.command(epilog=ENCODE_EPILOG)
 def encode(
-    source: Annotated[Path, typer.Argument(help="A JSON document as `decode --json` prints.")],
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="The JSON document (see below), or - for stdin.",
+            metavar="JSON",
+            show_default=False,
+        ),
+    ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the bytes.")],
     kind: KindOpt = Kind.POSITION_INFO,
     ranges: Annotated[
@@ -95,59 +128,79 @@ def encode(
         int | None,
         typer.Option(
             min=1,
+            metavar="BYTES",
             help="Chunk (PIP-381) into OUTPUT.0, OUTPUT.1, ... and OUTPUT.footer, numbered so "
-            "that OUTPUT.* lists them in order.",
+            "that OUTPUT.* lists them in order; a state smaller than this is one entry, OUTPUT.",
         ),
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print what was written as JSON, every file named.")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List every file written, with its size.")
+    ] = False,
 ) -> None:
     """JSON to the bytes Pulsar stores (a cursor-ledger entry, or the cursor's znode)."""
-    text = sys.stdin.read() if str(source) == "-" else source.read_text()
-    doc = json.loads(text)
-    if kind is Kind.CURSOR_INFO:
-        if ranges is RangeEncoding.LONG_LIST_MAP:
-            raise ConfigurationError("ManagedCursorInfo has no LongListMap field")
-        plain = encode_cursor_info(cursor_info_from_json(doc))
-    else:
-        plain = encode_position_info(position_info_from_json(doc, ranges))
+    name = "stdin" if str(source) == "-" else str(source)
+    try:
+        text = sys.stdin.buffer.read() if name == "stdin" else source.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read {name}: {exc.strerror}") from None
+    if kind is Kind.CURSOR_INFO and ranges is RangeEncoding.LONG_LIST_MAP:
+        raise ConfigurationError("ManagedCursorInfo has no LongListMap field")
+    try:
+        if kind is Kind.CURSOR_INFO:
+            plain = encode_cursor_info(cursor_info_from_json(parse_cursor_info(text, name)))
+        else:
+            doc = parse_position_info(text, name)
+            plain = encode_position_info(position_info_from_json(doc, ranges))
+    except (AckStateError, DecodeError) as exc:
+        message = str(exc)
+        raise DecodeError(message if message.startswith(name) else f"{name}: {message}") from None
     payload = _compressed(plain, compression)
-    if max_entry_size is None:
-        output.write_bytes(payload)
-        typer.echo(f"wrote {len(payload)} bytes to {output}")
-        return
-    parts = chunking.split(payload, max_entry_size)
+    parts = [payload] if max_entry_size is None else chunking.split(payload, max_entry_size)
     names = [output] if len(parts) == 1 else _chunk_names(output, len(parts) - 1)
-    for name, part in zip(names, parts, strict=True):
-        name.write_bytes(part)
-    typer.echo(f"wrote {len(payload)} bytes as {len(parts)} entries: {' '.join(map(str, names))}")
+    for path, part in zip(names, parts, strict=True):
+        path.write_bytes(part)
+    sizes = [len(part) for part in parts]
+    if as_json:
+        files = [{"file": str(p), "bytes": n} for p, n in zip(names, sizes, strict=True)]
+        typer.echo(json.dumps({"bytes": len(payload), "entries": len(parts), "files": files}))
+        return
+    typer.echo(written_summary(names, sizes, len(payload), max_entry_size is not None))
+    if verbose and len(names) > 1:
+        for path, size in zip(names, sizes, strict=True):
+            typer.echo(f"  {path}  {size:,} bytes")
 
 
 @cursor_app.command()
 def inspect(
-    topic: Annotated[str, typer.Argument(help="[persistent://]tenant/namespace/topic")],
-    cursor: Annotated[str, typer.Argument(help="Cursor (subscription) name.")],
-    metadata_store: Annotated[
-        str | None, typer.Option("--metadata-store", help="metadataStoreUrl.")
-    ] = None,
+    topic: Annotated[
+        str, typer.Argument(help="[persistent://]tenant/namespace/topic", metavar="TOPIC")
+    ],
+    cursor: Annotated[str, typer.Argument(help="Cursor (subscription) name.", metavar="CURSOR")],
+    metadata_store: MetadataStoreOpt = None,
     ledger_store: Annotated[
         str | None,
         typer.Option(
-            help="Where cursor-ledger entries live (sqlite:PATH); default: the "
-            "bookkeeperMetadataServiceUri, else the metadata store."
+            metavar="URL",
+            help="Where the cursor ledger lives: zk:/etcd: (BookKeeper's ledger metadata; the "
+            "entries are on the bookies) or sqlite:PATH (the embedded store, entries too); "
+            "default: bookkeeperMetadataServiceUri, else the metadata store.",
         ),
     ] = None,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", "-c", envvar=CONFIG_FILE_ENV, show_default=False)
-    ] = None,
-    settings: Annotated[list[str] | None, typer.Option("--set", "-s", metavar="KEY=VALUE")] = None,
+    config_file: ConfigFile = None,
+    settings: Settings = None,
     as_json: AsJson = False,
 ) -> None:
-    """A live cursor: its znode, the state in its ledger, and whether it reached the cap."""
+    """A live cursor: its znode, its ledger's metadata, the state in the ledger when this
+    ledger store holds entries, and whether the state reached the cap."""
     config = load(config_file, settings, metadata_store).config
     doc = inspect_cursor(config, topic, cursor, ledger_store)
     if as_json:
         typer.echo(json.dumps(doc))
     else:
-        _summary(doc)
+        print_inspection(doc)
 
 
 def _compressed(plain: bytes, compression: Compression) -> bytes:
@@ -165,8 +218,8 @@ def _summary(doc: dict[str, Any]) -> None:
     """The headline figures, one per line; the full detail is in --json."""
     for key, value in doc.items():
         if key in ("individualDeletedMessages", "individualDeletedMessageRanges", "acked"):
-            typer.echo(f"{key}: {len(value)} items")
+            typer.echo(f"{key}: {plural(len(value), 'item')}")
         elif key == "batchedEntryDeletionIndexInfo":
-            typer.echo(f"{key}: {len(value)} batches")
+            typer.echo(f"{key}: {plural(len(value), 'batch', 'batches')}")
         else:
             typer.echo(f"{key}: {json.dumps(value)}")

@@ -28,8 +28,10 @@ from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
 from deletion.domain.message import LedgerComponent, encode
 from deletion.domain.outcome import Outcome, Result
 from deletion.domain.topics import NamespaceName, TopicName
+from ledger_janitor.console import count, plural
+from ledger_janitor.demo_workdir import prepare_workdir
 from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending
+from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending, store_references
 from ledger_janitor.wiring import Sidecar, open_sidecar
 
 NAMESPACES = ("demo/orders", "demo/payments", "demo/audit")
@@ -88,6 +90,10 @@ def run_demo(workdir: Path | None, console: Console) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ledger-janitor-demo-") as tmp:
         root = workdir or Path(tmp)
         console.print(Text.assemble(("ledger-janitor demo", "bold"), f" in {root}"))
+        if workdir is not None:
+            cleared = prepare_workdir(workdir)
+            if cleared:
+                console.print(f"removed the previous demo's files: {cleared}", soft_wrap=True)
         with EmbeddedBroker(root / "broker") as broker:
             config = demo_configuration(root, broker.service_url)
             sidecar = open_sidecar(config, client_log=root / "broker" / "client.log")
@@ -105,9 +111,14 @@ def _run(sidecar: Sidecar, console: Console, started: float) -> dict[str, Any]:
         for ns in NAMESPACES
         for topic in TOPICS
     ]
-    console.print(f"seeded {len(seeded)} topics, {len(sidecar.ledgers.ledger_ids())} ledgers")
+    console.print(_seeded_line(seeded, len(sidecar.ledgers.ledger_ids())), soft_wrap=True)
     expected = _phase_one(sidecar, seeder, seeded)
-    console.print(f"phase one: {expected} messages enqueued (delay 2 s)")
+    console.print(
+        f"phase one: {plural(expected, 'message')} enqueued (delay 2 s); "
+        f"{plural(len(seeded), 'cursor')} moved to a new ledger, "
+        f"{plural(len(sidecar.ledgers.ledger_ids()), 'ledger')} in the store now",
+        soft_wrap=True,
+    )
     results: list[Result] = []
     done = threading.Event()
     lock = threading.Lock()
@@ -166,7 +177,9 @@ def _report(
     console.print(table)
     for r in results:
         if r.outcome is Outcome.ARCHIVED:
-            console.print(f"  archived: {r.reason}")
+            console.print(f"  archived: {r.reason}", soft_wrap=True)
+    left = set(sidecar.ledgers.ledger_ids())
+    unreferenced = sorted(left - store_references(sidecar.metadata))
     summary = {
         "enqueued": expected,
         "deleted": counts[Outcome.DELETED],
@@ -176,14 +189,32 @@ def _report(
         "handled": sum(counts[o] for o in TERMINAL),
         "referenced_ledgers": len(referenced),
         "referenced_ledgers_deleted": len(referenced & deleted_ids),
+        "ledgers_left": len(left),
+        "unreferenced_left": unreferenced,
         "seconds": round(time.monotonic() - started, 2),
     }
     style = "green" if summary["referenced_ledgers_deleted"] == 0 else "red"
     console.print(
         Text.assemble(
             (f"referenced ledgers deleted: {summary['referenced_ledgers_deleted']}", style),
-            f" of {len(referenced)}; {len(deleted_ids)} unreferenced ledgers deleted "
-            f"in {summary['seconds']} s",
-        )
+            f" of {count(len(referenced))}; {plural(len(deleted_ids), 'unreferenced ledger')}"
+            f" deleted in {summary['seconds']} s",
+        ),
+        soft_wrap=True,
+    )
+    kept = f"the crash before commit's ledger {unreferenced}" if unreferenced else "none"
+    console.print(
+        f"left in the store: {plural(len(left), 'ledger')}; unreferenced by any metadata: {kept}",
+        soft_wrap=True,
     )
     return summary
+
+
+def _seeded_line(seeded: list[SeededTopic], in_store: int) -> str:
+    data = sum(len(entry.ledgers) for entry in seeded)
+    schemas = len({ledger for entry in seeded for ledger in entry.schema_ledgers})
+    return (
+        f"seeded {plural(len(seeded), 'topic')} in {plural(len(NAMESPACES), 'namespace')}: "
+        f"{count(data)} data, {count(len(seeded))} cursor and {count(schemas)} schema ledgers "
+        f"({count(in_store)} in the store; a partitioned topic's partitions share one schema)"
+    )

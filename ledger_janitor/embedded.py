@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import BrokerError
+from ledger_janitor import install_hint
 
 
 def free_port() -> int:
@@ -23,7 +24,7 @@ def find_binary() -> Path:
         import pulsar_lite
     except ImportError as exc:
         raise BrokerError(
-            "the embedded broker needs pulsar-lite: pip install 'pulsar-ledger-janitor[embedded]'"
+            "the embedded broker needs pulsar-lite: " + install_hint("embedded")
         ) from exc
     bundled = Path(pulsar_lite.__file__).parent / "bin" / "pulsar-lite"
     if bundled.exists():

@@ -126,7 +126,12 @@ class Sidecar:
         if metrics is not None:  # the metrics read the cache the handler was built with
             metrics.watch_cache(handler.in_use)
             observers = [*observers, metrics]
-        return DeletionWorker(self.client, handler, self.namespaces, settings, clock, observers)
+
+        # Set up first, as phase one's first send would: see PhaseOne.prepared.
+        def namespaces() -> Iterable[NamespaceName]:
+            return self.phase_one.prepared(self.namespaces())
+
+        return DeletionWorker(self.client, handler, namespaces, settings, clock, observers)
 
     def metadata_reachable(self) -> tuple[bool, str]:
         if isinstance(self.metadata, ZooKeeperMetadataStore) and not self.metadata.client.connected:

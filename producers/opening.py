@@ -70,10 +70,11 @@ def open_phase_one(
             if admin is not None
             else ClientTopicSetup(client)
         )
+        prepared = PreparedNamespaces(setup)
         pool = ProducerPool(
             client,
             send_timeout_ms=config.operation_timeout_seconds * 1000,
-            prepare=PreparedNamespaces(setup).ensure_topic,
+            prepare=prepared.ensure_topic,
         )
         stack.callback(pool.close)
         registry = NamespaceRegistry(metadata)
@@ -82,5 +83,6 @@ def open_phase_one(
             registry,
             config.send_delay_seconds_of_two_phase_deletion,
             float(config.operation_timeout_seconds),
+            prepared.ensure_archive,
         )
         yield PhaseOneParts(phase_one, client, pool, registry, admin)

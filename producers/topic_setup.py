@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import pulsar
 import structlog
@@ -47,8 +47,16 @@ def subscriptions(namespace: NamespaceName) -> list[tuple[str, str]]:
     return [
         (namespace.deletion_topic, SUBSCRIPTION),
         (namespace.retry_topic, SUBSCRIPTION),
-        (namespace.archive_topic, ARCHIVE_SUBSCRIPTION),
+        *archive_subscription(namespace),
     ]
+
+
+def archive_subscription(namespace: NamespaceName) -> list[tuple[str, str]]:
+    """The one pair a worker does not make by subscribing: the archive's."""
+    return [(namespace.archive_topic, ARCHIVE_SUBSCRIPTION)]
+
+
+Pairs = Callable[[NamespaceName], list[tuple[str, str]]]
 
 
 class AdminTopicSetup:
@@ -67,17 +75,17 @@ class AdminTopicSetup:
         self._partitions = partitions
         self._schema = schema
 
-    def __call__(self, namespace: NamespaceName) -> None:
+    def __call__(self, namespace: NamespaceName, pairs: Pairs = subscriptions) -> None:
         deletion = TopicName(namespace, DELETION_TOPIC)
         self._admin.put(deletion, "partitions", self._partitions, also_ok=(409,))
         if self._schema is not None:
-            for topic, _ in subscriptions(namespace):
+            for topic, _ in pairs(namespace):
                 status = self._admin.post_schema(TopicName.parse(topic), self._schema)
                 if status >= 400 and status != 409:
                     log.warning(
                         "the broker did not register our schema", topic=topic, status=status
                     )
-        for topic, subscription in subscriptions(namespace):
+        for topic, subscription in pairs(namespace):
             operation = f"subscription/{subscription}"
             self._admin.put(TopicName.parse(topic), operation, EARLIEST, also_ok=(409,))
 
@@ -86,8 +94,8 @@ class ClientTopicSetup:
     def __init__(self, client: pulsar.Client) -> None:
         self._client = client
 
-    def __call__(self, namespace: NamespaceName) -> None:
-        for topic, subscription in subscriptions(namespace):
+    def __call__(self, namespace: NamespaceName, pairs: Pairs = subscriptions) -> None:
+        for topic, subscription in pairs(namespace):
             try:
                 # With our schema: on a new topic it is registered before the first send.
                 consumer = subscribe(
@@ -102,14 +110,28 @@ class ClientTopicSetup:
                 raise translate(exc, f"create subscription {subscription} on {topic}") from exc
 
 
+class TopicSetup(Protocol):
+    def __call__(self, namespace: NamespaceName, pairs: Pairs = ...) -> None: ...
+
+
 class PreparedNamespaces:
     """Runs the setup once per namespace, so a send costs a set lookup; a failed setup is
     tried again on the next send."""
 
-    def __init__(self, setup: Callable[[NamespaceName], None]) -> None:
+    def __init__(self, setup: TopicSetup) -> None:
         self._setup = setup
         self._done: set[NamespaceName] = set()
+        self._archives: set[NamespaceName] = set()
         self._lock = threading.Lock()
+
+    def ensure_archive(self, namespace: NamespaceName) -> None:
+        """Only the archive's subscription (a worker makes its own by subscribing)."""
+        if namespace in self._done or namespace in self._archives:
+            return
+        with self._lock:
+            if namespace not in self._done and namespace not in self._archives:
+                self._setup(namespace, archive_subscription)
+                self._archives.add(namespace)
 
     def ensure_topic(self, topic: str) -> None:
         self.ensure(TopicName.parse(topic).namespace)

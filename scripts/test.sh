@@ -19,6 +19,14 @@ if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
 fi
 
+# Prometheus (Debian's package): promtool checks and unit-tests the alerting rules, and the
+# server scrapes a running sidecar in tests/deploy/test_real_prometheus.py.
+if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
+    echo "installing Debian's prometheus package..."
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
+fi
+
 # Chromium (Debian's package) opens the audit's HTML report headless in the report tests.
 if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
     echo "installing Debian's chromium package..."

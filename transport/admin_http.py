@@ -1,7 +1,8 @@
 """The broker admin REST transport: one client for every admin call the project makes.
 
-URL and token checks, TLS trust, and redirects followed by hand. A broker answers 307 with
-the owning broker's address (another host:port) for any method; httpx drops
+URL and token checks, TLS trust, the client's certificate (mutual TLS) or OAuth2 bearer
+token when the client authenticates by one, and redirects followed by hand. A broker
+answers 307 with the owning broker's address (another host:port) for any method; httpx drops
 `Authorization` on cross-origin redirects by design, which would turn every redirected call
 into a 401. Brokers of one cluster share one token, so redirects are followed here and the
 token kept; only an https-to-http hop is refused (the token in clear text). Errors are
@@ -11,13 +12,14 @@ Pulsar's `{"reason": "..."}` (`org/apache/pulsar/broker/web/RestException.java`)
 from __future__ import annotations
 
 import json
-import ssl
 
 import httpx
 
 from config import ServiceConfiguration
 from core.errors import ConfigurationError, MetadataError, TransientMetadataError
-from transport.auth import token_from
+from transport import tls
+from transport.auth import ClientCertificate, certificate_from, oauth2_from, token_from
+from transport.oauth2 import ClientCredentials
 
 MAX_REDIRECTS = 5
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -32,7 +34,11 @@ class AdminHttp:
         tls_trust_certs_file: str | None = None,
         tls_allow_insecure: bool = False,
         client: httpx.Client | None = None,
+        certificate: ClientCertificate | None = None,
+        oauth2: ClientCredentials | None = None,
     ) -> None:
+        """`certificate`: presented in every TLS handshake; `oauth2`: the bearer token's
+        source when the client authenticates by OAuth2 (closed with this client)."""
         try:
             url = httpx.URL(base_url)
         except httpx.InvalidURL:
@@ -48,12 +54,20 @@ class AdminHttp:
             raise ConfigurationError("admin token holds control characters (check its file)")
         auth = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
         self._headers = {"Accept": "application/json", **auth}
+        self._oauth2 = oauth2
+        self._certificate = certificate
+        shown = [
+            f"client certificate {certificate.cert_file}" if certificate else "",
+            "a token" if self._secret else "",
+            "an OAuth2 token" if oauth2 else "",
+        ]
+        self.presented = ", ".join(filter(None, shown)) or "none presented"
         self._timeout = timeout_seconds
         self.trust = "insecure" if tls_allow_insecure else tls_trust_certs_file or "system CAs"
         self._owns_client = client is None
         self._client = client or httpx.Client(
             timeout=timeout_seconds,
-            verify=_verify(tls_trust_certs_file, tls_allow_insecure),
+            verify=tls.verify(tls_trust_certs_file, tls_allow_insecure, certificate),
             follow_redirects=False,
             trust_env=False,  # a stray HTTP(S)_PROXY must not reroute admin calls and the token
         )
@@ -64,17 +78,29 @@ class AdminHttp:
         authentication, TLS); None when no webServiceUrl is set."""
         if not config.web_service_url:
             return None
+        plugin, params = config.auth_plugin, config.auth_params
+        trust = config.tls_trust_certs_file_path or None
+        insecure = config.tls_allow_insecure_connection
+        oauth2 = oauth2_from(plugin, params)
         return cls(
             config.web_service_url,
-            token_from(config.auth_plugin, config.auth_params),
+            token_from(plugin, params),
             timeout_seconds=config.operation_timeout_seconds,
-            tls_trust_certs_file=config.tls_trust_certs_file_path or None,
-            tls_allow_insecure=config.tls_allow_insecure_connection,
+            tls_trust_certs_file=trust,
+            tls_allow_insecure=insecure,
+            certificate=certificate_from(plugin, params),
+            oauth2=(
+                ClientCredentials(
+                    oauth2, config.operation_timeout_seconds, tls.issuer_verify(trust, insecure)
+                )
+                if oauth2 is not None
+                else None
+            ),
         )
 
     @property
     def has_token(self) -> bool:
-        return bool(self._secret)
+        return bool(self._secret) or self._oauth2 is not None
 
     def request(self, method: str, path: str, body: object = None) -> httpx.Response:
         """Send, with `body` as JSON, following redirects by hand (see the module's doc)."""
@@ -109,17 +135,26 @@ class AdminHttp:
         try:
             body = json.loads(response.content)
         except ValueError:
-            return ""
+            body = None
         reason = body.get("reason") if isinstance(body, dict) else None
+        if response.status_code == 401 and not reason:
+            # Jetty's or Jersey's bare 401: no credentials, or none the broker accepts.
+            return (
+                f"unauthenticated: the broker accepted none of our credentials ({self.presented})"
+            )
         reason = reason[:300] if isinstance(reason, str) else ""
         return reason.replace(self._secret, "<token>") if self._secret else reason
 
     def close(self) -> None:
         if self._owns_client:
             self._client.close()
+        if self._oauth2 is not None:
+            self._oauth2.close()
 
     def _send(self, method: str, url: httpx.URL, content: bytes | None) -> httpx.Response:
         headers = self._headers
+        if self._oauth2 is not None:
+            headers = {**headers, "Authorization": f"Bearer {self._oauth2.token()}"}
         if content is not None:
             headers = {**headers, "Content-Type": "application/json"}
         try:
@@ -129,30 +164,17 @@ class AdminHttp:
         except httpx.TimeoutException as exc:
             raise TransientMetadataError(f"{method} {url}: timed out ({self._timeout}s)") from exc
         except httpx.TransportError as exc:
-            if _certificate_rejected(exc):
+            if self._certificate is not None and tls.ssl_refusal(exc):
+                raise MetadataError(
+                    f"{method} {url}: the broker refused our TLS client certificate "
+                    f"{self._certificate.cert_file} ({tls.ssl_refusal(exc)})"
+                ) from exc
+            if tls.certificate_rejected(exc):
                 # Retrying cannot make an untrusted certificate trusted: a configuration error.
                 raise MetadataError(
                     f"{method} {url}: TLS certificate verification failed (trust: {self.trust})"
                 ) from exc
             raise TransientMetadataError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
-
-
-def _verify(trust_file: str | None, insecure: bool) -> ssl.SSLContext | bool:
-    if insecure or trust_file is None:
-        return not insecure
-    try:
-        return ssl.create_default_context(cafile=trust_file)
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigurationError(f"cannot load TLS trust file {trust_file!r}: {exc}") from exc
-
-
-def _certificate_rejected(exc: BaseException) -> bool:
-    cause: BaseException | None = exc
-    while cause is not None:
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 def _redirect_method(method: str, status: int) -> str:

@@ -11,8 +11,10 @@ from typing import Any
 import pulsar
 
 from config import ServiceConfiguration
-from core.errors import BrokerError, TransientBrokerError
-from transport.auth import token_from
+from core.errors import BrokerError, ConfigurationError, TransientBrokerError
+from transport.auth import pulsar_authentication
+from transport.oauth2 import issuer_refusal
+from transport.tls_probe import broker_refusal
 
 TRANSIENT_RESULTS = frozenset(
     {
@@ -43,14 +45,11 @@ def connect(config: ServiceConfiguration, log_file: Path | None = None) -> pulsa
     logger: Any = pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)
     if log_file is not None:
         logger = pulsar.FileLogger(pulsar.LoggerLevel.Warn, str(log_file))
-    authentication = None
-    # The C++ client reads `file:/path` as an empty token and sends a token file's trailing
-    # newline: resolve every AuthenticationToken form ourselves, as the admin REST client does.
-    token = token_from(config.auth_plugin, config.auth_params)
-    if token is not None:
-        authentication = pulsar.AuthenticationToken(token)
-    elif config.auth_plugin:
-        authentication = pulsar.Authentication(config.auth_plugin, config.auth_params)
+    # Tokens, client certificates and OAuth2 read as the admin REST client reads them.
+    authentication = pulsar_authentication(config.auth_plugin, config.auth_params)
+    refusal = broker_refusal(config) or issuer_refusal(config)
+    if refusal is not None:
+        raise ConfigurationError(refusal)
     return pulsar.Client(
         config.broker_service_url,
         authentication=authentication,

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import DecodeError
 from cursor.ack import BEFORE_FIRST, AckState, LedgerBitmap, Position
+from cursor.durable.json_input import CursorInfoDoc, PositionDoc, PositionInfoDoc
 from cursor.persistence import apply_ranges, capture
 from cursor.wire import (
     BatchIndexes,
@@ -53,8 +53,8 @@ def cursor_info_json(content: CursorInfoContent) -> Json:
     }
 
 
-def position_info_from_json(doc: Json, encoding: RangeEncoding) -> PositionInfoContent:
-    mark_delete = _parse_position(doc.get("markDelete"), "markDelete")
+def position_info_from_json(doc: PositionInfoDoc, encoding: RangeEncoding) -> PositionInfoContent:
+    mark_delete = _parse_position(doc.markDelete)
     state = _state(doc, mark_delete)
     content, _ = capture(state, encoding, _NO_CAP, _NO_CAP)
     return PositionInfoContent(
@@ -62,24 +62,22 @@ def position_info_from_json(doc: Json, encoding: RangeEncoding) -> PositionInfoC
         ranges=content.ranges,
         bitsets=content.bitsets,
         batch_indexes=_batches(doc),
-        properties={str(k): int(v) for k, v in (doc.get("properties") or {}).items()},
+        properties=dict(doc.properties),
     )
 
 
-def cursor_info_from_json(doc: Json) -> CursorInfoContent:
-    raw = doc.get("markDelete")
-    mark_delete = None if raw is None else _parse_position(raw, "markDelete")
+def cursor_info_from_json(doc: CursorInfoDoc) -> CursorInfoContent:
+    mark_delete = None if doc.markDelete is None else _parse_position(doc.markDelete)
     state = _state(doc, mark_delete or BEFORE_FIRST)
     content, _ = capture(state, RangeEncoding.MESSAGE_RANGE, _NO_CAP, _NO_CAP)
-    last_active = doc.get("lastActive")
     return CursorInfoContent(
-        cursors_ledger_id=int(doc.get("cursorsLedgerId", -1)),
+        cursors_ledger_id=doc.cursorsLedgerId,
         mark_delete=mark_delete,
         ranges=content.ranges,
-        properties={str(k): int(v) for k, v in (doc.get("properties") or {}).items()},
-        last_active=None if last_active is None else int(last_active),
+        properties=dict(doc.properties),
+        last_active=doc.lastActive,
         batch_indexes=_batches(doc),
-        cursor_properties={str(k): str(v) for k, v in (doc.get("cursorProperties") or {}).items()},
+        cursor_properties=dict(doc.cursorProperties),
     )
 
 
@@ -108,43 +106,33 @@ def _acks_json(mark_delete: Position, ranges: WireRanges, bitsets: tuple[LedgerB
     }
 
 
-def _state(doc: Json, mark_delete: Position) -> AckState:
+def _state(doc: PositionInfoDoc | CursorInfoDoc, mark_delete: Position) -> AckState:
+    """The document's acknowledgments, whichever of the three lists carry them (checked by
+    json_input already: what is left to refuse is what no ack state can hold)."""
     state = AckState(mark_delete)
-    try:
-        raw = np.array(doc.get("individualDeletedMessages") or [], np.int64).reshape(-1, 4)
-        apply_ranges(state, WireRanges(*(raw[:, i].copy() for i in range(4))))
-        for item in doc.get("individualDeletedMessageRanges") or []:
-            words = np.array(item["values"], np.int64).view(np.uint64)
-            state.merge_bitmap(int(item["key"]), LedgerBitmap.from_words(words))
-        for ledger_id, first, last in doc.get("acked") or []:
-            state.ack_range(int(ledger_id), int(first), int(last))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DecodeError(f"malformed acknowledgments in the JSON: {exc}") from exc
+    raw = np.array(doc.individualDeletedMessages, np.int64).reshape(-1, 4)
+    apply_ranges(state, WireRanges(*(raw[:, i].copy() for i in range(4))))
+    for item in doc.individualDeletedMessageRanges:
+        words = np.array(item.values, np.int64).view(np.uint64)
+        state.merge_bitmap(item.key, LedgerBitmap.from_words(words))
+    runs = np.array(doc.acked, np.int64).reshape(-1, 3)
+    apply_ranges(state, WireRanges.of_runs(runs[:, 0].copy(), runs[:, 1], runs[:, 2].copy()))
     return state
 
 
-def _batches(doc: Json) -> tuple[BatchIndexes, ...]:
-    try:
-        return tuple(
-            BatchIndexes(
-                Position(int(b["ledgerId"]), int(b["entryId"])),
-                tuple(int(w) for w in b["deleteSet"]),
-            )
-            for b in doc.get("batchedEntryDeletionIndexInfo") or []
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DecodeError(f"malformed batchedEntryDeletionIndexInfo: {exc}") from exc
+def _batches(doc: PositionInfoDoc | CursorInfoDoc) -> tuple[BatchIndexes, ...]:
+    return tuple(
+        BatchIndexes(Position(b.ledgerId, b.entryId), tuple(b.deleteSet))
+        for b in doc.batchedEntryDeletionIndexInfo
+    )
 
 
 def _position(position: Position) -> Json:
     return {"ledgerId": position.ledger_id, "entryId": position.entry_id}
 
 
-def _parse_position(raw: Any, where: str) -> Position:
-    try:
-        return Position(int(raw["ledgerId"]), int(raw["entryId"]))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DecodeError(f"{where} must be {{'ledgerId': int, 'entryId': int}}: {exc}") from exc
+def _parse_position(raw: PositionDoc) -> Position:
+    return Position(raw.ledgerId, raw.entryId)
 
 
 def _batch(batch: BatchIndexes) -> Json:

@@ -194,7 +194,7 @@ def _read(payload: bytes, writer_of: Callable[[], Any]) -> dict[str, Any]:
         raise
     except Exception as exc:  # fastavro signals bad bytes and bad schemas with many types
         raise DecodeError(
-            f"not an Avro PendingDeleteLedgerInfo: {type(exc).__name__}: {str(exc)[:200]}"
+            f"not an Avro PendingDeleteLedgerInfo ({_bytes(len(payload))}): {_avro_problem(exc)}"
         ) from exc
     if consumed != len(payload):
         raise DecodeError(f"{len(payload) - consumed} trailing bytes after the record")
@@ -203,6 +203,26 @@ def _read(payload: bytes, writer_of: Callable[[], Any]) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise DecodeError("not an Avro record")
     return record
+
+
+# What fastavro's exceptions mean for bytes read against a schema; anything else is named.
+_AVRO_PROBLEMS = {
+    IndexError: "a union branch or enum symbol number out of range",
+    EOFError: "they end inside the record",
+    UnicodeDecodeError: "a string is not UTF-8",
+    MemoryError: "a length too large to be real",
+}
+
+
+def _bytes(n: int) -> str:
+    return "1 byte" if n == 1 else f"{n:,} bytes"
+
+
+def _avro_problem(exc: Exception) -> str:
+    for kind, meaning in _AVRO_PROBLEMS.items():
+        if isinstance(exc, kind):
+            return meaning
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 @functools.lru_cache(maxsize=4096)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pulsar
@@ -15,6 +16,7 @@ from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.domain import message
 from deletion.domain import message_properties as props
 from deletion.domain.topics import ARCHIVE_SUBSCRIPTION, ARCHIVE_TOPIC, NamespaceName, TopicName
+from ledger_janitor.console import one_line
 from ledger_janitor.embedded import EmbeddedBroker, free_port
 from ledger_janitor.seeding import pending
 
@@ -31,7 +33,14 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def archive(broker: EmbeddedBroker, namespace: NamespaceName, ledger_id: int, log: Path) -> None:
+def archive(
+    broker: EmbeddedBroker,
+    namespace: NamespaceName,
+    ledger_id: int,
+    log: Path,
+    topic: str = "orders",
+    reason: str = "gave up after 3 reconsumes: [still] referenced",
+) -> None:
     """One message in the namespace's archive, as phase two leaves it."""
     client = pulsar.Client(
         broker.service_url, logger=pulsar.FileLogger(pulsar.LoggerLevel.Warn, str(log))
@@ -40,8 +49,7 @@ def archive(broker: EmbeddedBroker, namespace: NamespaceName, ledger_id: int, lo
         # The listing's subscription exists before the message, as the archive's does.
         client.subscribe(namespace.archive_topic, ARCHIVE_SUBSCRIPTION).close()
         producer = client.create_producer(namespace.archive_topic)
-        info = pending(TopicName(namespace, "orders"), ledger_id)
-        reason = "gave up after 3 reconsumes: [still] referenced"
+        info = pending(TopicName(namespace, topic), ledger_id)
         producer.send(message.encode(info), properties={props.ARCHIVE_REASON: reason})
     finally:
         client.close()
@@ -67,7 +75,8 @@ def test_archive_list_without_namespace_finds_every_namespace_with_an_archive(
         "--broker-url", broker.service_url,
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr
-    assert "1 archived in 1 of 1 namespaces" in listed.stdout
+    assert "1 archived in 1 of 1 namespace" in listed.stdout
+    assert "1 namespaces" not in listed.stdout
     assert str(namespace) in listed.stdout and "4242" in listed.stdout
     assert "[still] referenced" in listed.stdout
     assert f"archived per namespace: {namespace} 1; checked: {namespace}" in listed.stdout
@@ -100,3 +109,48 @@ def test_commands_that_need_the_broker_say_at_once_that_it_is_not_there(tmp_path
         assert result.returncode == 2, result.stderr
         assert result.stderr.startswith(f"error: cannot reach the broker at {url}"), result.stderr
         assert result.stderr.count("\n") == 1 and result.stdout == ""
+
+
+def piped(*args: str) -> subprocess.CompletedProcess[str]:
+    """As `... | cat` or a pod's log sees it: no terminal, and no COLUMNS to go by."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    return subprocess.run(
+        [sys.executable, "-m", "ledger_janitor", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def test_tables_off_a_terminal_hold_every_value_whole_one_row_a_line(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    """Rich assumed 80 columns off a terminal and printed `namesp…`."""
+    namespace = NamespaceName(f"tenant-{uuid.uuid4().hex}", "namespace-of-the-payments-team")
+    topic = "settlement-events-of-the-european-region-partition-11"
+    reason = "gave up after 10 reconsumes:\nledger still referenced by its managed ledger " * 2
+    store_path = tmp_path / "janitor.db"
+    store = SqliteMetadataStore(str(store_path))
+    try:
+        local = f"/managed-ledgers/{namespace.tenant}/{namespace.namespace}/persistent"
+        store.create(f"{local}/{ARCHIVE_TOPIC}", b"")
+    finally:
+        store.close()
+    for ledger_id in (424242, 424243):
+        archive(broker, namespace, ledger_id, tmp_path / "client.log", topic, reason)
+    where = ("--metadata-store", f"sqlite:{store_path}", "--broker-url", broker.service_url)
+    listed = piped("archive", "list", *where)
+    # No --namespace on either: both read the same namespaces.
+    drained = piped("archive", "drain", "--dry-run", *where)
+    for result in (listed, drained):
+        assert result.returncode == 0, result.stderr
+        assert "…" not in result.stdout
+        for archived_id in ("424242", "424243"):
+            (row,) = [line for line in result.stdout.splitlines() if archived_id in line]
+            assert str(namespace) in row and f"{namespace}/{topic}" in row
+    listed_row = next(line for line in listed.stdout.splitlines() if "424242" in line)
+    assert one_line(reason) in listed_row  # the reason's lines joined: still one row
+    assert "2 archived in 1 of 1 namespace" in listed.stdout
+    assert "1 namespaces" not in listed.stdout
+    assert drained.stdout.endswith("\n2 already_gone\n") and drained.stderr == ""

@@ -115,15 +115,15 @@ def test_config_show_json() -> None:
     result = invoke("config", "show", "--json")
     assert result.exit_code == 0, result.output
     rows = {row["key"]: row for row in json.loads(result.stdout)}
-    assert rows["metadataStoreUrl"]["doc"].endswith(f"{STORE_URL_FORMS}.")
+    assert f"Metadata store: {STORE_URL_FORMS};" in rows["metadataStoreUrl"]["doc"]
 
 
 def test_config_values_and_sources_with_brackets_are_shown_as_they_are(tmp_path: Path) -> None:
     properties = tmp_path / "[prod].properties"
-    properties.write_text("metricsBindAddress=[::1]\n")
+    properties.write_text("tlsTrustCertsFilePath=/etc/[prod]/ca.pem\n")
     result = invoke("config", "show", "-c", str(properties), width=80)
     assert result.exit_code == 0, result.output
-    assert f"metricsBindAddress=[::1]  (file:{properties})" in result.stdout
+    assert f"tlsTrustCertsFilePath=/etc/[prod]/ca.pem  (file:{properties})" in result.stdout
 
 
 @pytest.mark.parametrize(
@@ -138,7 +138,7 @@ def test_config_values_and_sources_with_brackets_are_shown_as_they_are(tmp_path:
         (("archive", "drain", "-n", "a/b", "--yes", "--metadata-store", "zk:"), "no ZooKeeper"),
         (("cursor", "inspect", "a/b/c", "sub", "--metadata-store", "zk:[x"), "[/chroot]"),
         (("audit", "--metadata-store", "sqlite:"), "no sqlite database path"),
-        (("config", "show", "--set", "metricsPort=-1"), "expected an integer >= 0"),
+        (("config", "show", "--set", "metricsPort=-1"), "expected an integer from 0 to 65535"),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, tuple) else None,
 )
@@ -204,7 +204,7 @@ def test_chunk_files_are_numbered_so_a_shell_glob_reads_them_in_order(tmp_path: 
         (("cursor", "encode", "in.json", "-o", "out", "--max-entry-size", "0"), "--max-entry-size"),
         (("cursor", "encode", "in.json", "-o", "out", "--max-entry-size=-5"), "--max-entry-size"),
         (("archive", "list", "--wait=-1"), "--wait"),
-        (("config", "show", "--set", "managedLedgerCursorMaxEntriesPerLedger=-1"), ">= 0"),
+        (("config", "show", "--set", "managedLedgerCursorMaxEntriesPerLedger=-1"), "from 1 to"),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, tuple) else "",
 )

@@ -167,19 +167,22 @@ def test_unknown_key_with_nothing_similar_says_so() -> None:
     assert "no similar key exists" in message
 
 
-def test_all_errors_of_one_load_are_reported_together(tmp_path: Path) -> None:
+def test_all_errors_of_one_load_are_reported_together_on_one_line(tmp_path: Path) -> None:
     path = write(tmp_path, "managedLedgerMaxUnackedRanges=5\noperationTimeoutSeconds=0\n")
     environ = {SEND_DELAY_ENV: "soon", "LEDGER_JANITOR_NOPE": "1"}
     message = load_error(path, environ, {"cursorInfoCompressionType": "bz2"})
-    lines = message.splitlines()
-    assert lines[0] == "5 configuration problem(s):"
-    assert len(lines) == 6
+    # The error contract: one line, each problem whole, separated by " | ".
+    assert "\n" not in message
+    head, _, rest = message.partition(": ")
+    assert head == "5 configuration problems"
+    problems = rest.split(" | ")
+    assert len(problems) == 5
     # Grouped by source in precedence order: file, then environment, then CLI.
-    assert "managedLedgerMaxUnackedRanges" in lines[1] and f"file:{path}" in lines[1]
-    assert lines[2].startswith("operationTimeoutSeconds='0'")
-    assert "LEDGER_JANITOR_NOPE" in lines[3]
-    assert lines[4].startswith(f"{SEND_DELAY}='soon'")
-    assert lines[5].startswith("cursorInfoCompressionType='bz2' (from cli)")
+    assert "managedLedgerMaxUnackedRanges" in problems[0] and f"file:{path}" in problems[0]
+    assert problems[1].startswith("operationTimeoutSeconds='0'")
+    assert "LEDGER_JANITOR_NOPE" in problems[2]
+    assert problems[3].startswith(f"{SEND_DELAY}='soon'")
+    assert problems[4].startswith("cursorInfoCompressionType='bz2' (from cli)")
 
 
 def test_bad_file_value_is_reported_even_if_overridden(tmp_path: Path) -> None:
