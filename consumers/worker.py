@@ -109,7 +109,8 @@ class DeletionWorker:
         down = [str(ns) for ns, consumer in consumers.items() if not consumer.is_connected()]
         if down:
             return False, f"disconnected from {', '.join(down)}"
-        return True, f"{len(consumers)} subscriptions connected"
+        count = len(consumers)
+        return True, f"{count} subscription{'' if count == 1 else 's'} connected"
 
     @property
     def subscribed(self) -> list[NamespaceName]:
