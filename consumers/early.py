@@ -54,6 +54,11 @@ class EarlyDeliveryGate(Generic[T]):
             return max_wait
         return min(max_wait, max(0.0, self._heap[0][0] - now))
 
+    def held(self) -> list[tuple[float, T]]:
+        """What is held now, as (due time, item), earliest first."""
+        with self._changed:
+            return [(due, item) for due, _, item in sorted(self._heap)]
+
     def close(self) -> list[T]:
         """Stop holding; return what was held so the caller can leave it unacked."""
         with self._changed:

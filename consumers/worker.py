@@ -35,6 +35,11 @@ log = structlog.get_logger(__name__)
 # How often idle threads look up from their queue to see whether the worker is stopping; a
 # receive returns after this long with what it has, so also how long a lone message waits.
 POLL_SECONDS = 0.2
+# How long `stop` may take at most: in-flight batches, then closing the subscriptions.
+STOP_SECONDS = 6.0
+# Of which kept for closing the subscriptions once the in-flight batches are done.
+CLOSE_SECONDS = 2.0
+REFRESHER = "subscriptions"
 
 
 @dataclass(frozen=True)
@@ -71,13 +76,14 @@ class DeletionWorker:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._in_flight: dict[int, Sequence[Arrival]] = {}
 
     def start(self) -> None:
         self.refresh_subscriptions()
         for i in range(self._settings.parallelism):
             self._start_thread(self._handle_batches, f"deletion-{i}")
         self._start_thread(self._release_due, "early-gate")
-        self._start_thread(self._refresh_loop, "subscriptions")
+        self._start_thread(self._refresh_loop, REFRESHER)
 
     def _start_thread(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -103,7 +109,8 @@ class DeletionWorker:
         down = [str(ns) for ns, consumer in consumers.items() if not consumer.is_connected()]
         if down:
             return False, f"disconnected from {', '.join(down)}"
-        return True, f"{len(consumers)} subscriptions connected"
+        count = len(consumers)
+        return True, f"{count} subscription{'' if count == 1 else 's'} connected"
 
     @property
     def subscribed(self) -> list[NamespaceName]:
@@ -111,12 +118,20 @@ class DeletionWorker:
             return sorted(self._consumers)
 
     def refresh_subscriptions(self) -> None:
-        """Subscribe to every namespace that has a deletion topic and is not yet subscribed."""
+        """Subscribe to every namespace that has a deletion topic and is not yet subscribed.
+        Not under the lock: a subscription waits on the broker, and `stop` must not."""
         for namespace in sorted(set(self._namespaces())):
             with self._lock:
                 if namespace in self._consumers or self._stopping.is_set():
                     continue
-                consumer = self._consumers[namespace] = self._subscribe(namespace)
+            consumer = self._subscribe(namespace)
+            with self._lock:
+                late = self._stopping.is_set()
+                if not late:
+                    self._consumers[namespace] = consumer
+            if late:  # stopped meanwhile: nothing was received on it
+                _close_all([consumer])
+                return
             self._start_thread(partial(self._receive, consumer), f"receive-{namespace}")
             log.info("subscribed", topic=namespace.deletion_topic, subscription=SUBSCRIPTION)
 
@@ -200,8 +215,33 @@ class DeletionWorker:
                 continue
             self._process(batch)
 
+    def held(self) -> Counter[NamespaceName]:
+        """Per namespace, the messages received before their due time and held unacked."""
+        return Counter(arrival.namespace for _, arrival in self._gate.held())
+
+    def oldest_due_age(self, now: float) -> float:
+        """Seconds past due of the oldest message that is due but not yet handled (held,
+        queued for a handler or being handled); 0 when there is none."""
+        dues = [due for due, _ in self._gate.held() if due <= now]
+        with self._due.mutex:
+            queued = [list(batch) for batch in self._due.queue]
+        with self._lock:
+            queued += [list(batch) for batch in self._in_flight.values()]
+        dues += [arrival.due for batch in queued for arrival in batch]
+        return max(0.0, now - min(dues)) if dues else 0.0
+
     def _process(self, batch: Sequence[Arrival]) -> None:
         started = time.monotonic()
+        key = threading.get_ident()
+        with self._lock:
+            self._in_flight[key] = batch
+        try:
+            self._handle(batch, started)
+        finally:
+            with self._lock:
+                self._in_flight.pop(key, None)
+
+    def _handle(self, batch: Sequence[Arrival], started: float) -> None:
         try:
             results = self._handler.handle_batch(batch)
         except Exception:  # a bug, not an outcome: nothing was acked, so all go back
@@ -237,20 +277,47 @@ class DeletionWorker:
             for start in range(0, len(due), size):
                 self._dispatch(due[start : start + size])
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Finish in-flight messages, leave the rest unacked for redelivery, then close."""
+    def stop(self, timeout: float = STOP_SECONDS) -> bool:
+        """Finish in-flight messages, leave the rest unacked for redelivery, then close;
+        within `timeout` seconds in all, whatever does not answer. True if everything
+        finished in time. A batch still waiting on its metadata store or broker then is
+        abandoned: its messages are not acked, so the broker redelivers them, and handling
+        one again is safe (a ledger already gone counts as deleted)."""
+        deadline = time.monotonic() + timeout
         self._stopping.set()
         held = self._gate.close()
-        with self._lock:
-            threads = list(self._threads)
+        with self._lock:  # the refresher handles no message: it is not waited for
+            threads = [thread for thread in self._threads if thread.name != REFRESHER]
         for thread in threads:  # receivers return within POLL_SECONDS, before the close
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - CLOSE_SECONDS - time.monotonic()))
+        stuck = [thread.name for thread in threads if thread.is_alive()]
         with self._lock:
             consumers = list(self._consumers.values())
             self._consumers.clear()
-        for consumer in consumers:
-            try:
-                consumer.close()
-            except pulsar.PulsarException as exc:
-                log.warning("closing consumer failed", error=str(exc))
+        closed = bounded(partial(_close_all, consumers), deadline - time.monotonic())
+        if stuck or not closed:
+            log.warning(
+                "worker stop bound reached; what was in flight stays unacked and is redelivered",
+                bound_seconds=timeout,
+                waiting_threads=stuck,
+                consumers_closed=closed,
+            )
         log.info("worker stopped", held_early_left_unacked=len(held))
+        return not stuck and closed
+
+
+def _close_all(consumers: Iterable[Any]) -> None:
+    for consumer in consumers:
+        try:
+            consumer.close()
+        except pulsar.PulsarException as exc:
+            log.warning("closing consumer failed", error=str(exc))
+
+
+def bounded(action: Callable[[], object], seconds: float) -> bool:
+    """Run `action` on a daemon thread for at most `seconds`; True if it returned in time.
+    One that does not is left running (a daemon thread does not hold the process up)."""
+    thread = threading.Thread(target=action, name="bounded", daemon=True)
+    thread.start()
+    thread.join(max(0.0, seconds))
+    return not thread.is_alive()

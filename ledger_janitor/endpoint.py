@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from socketserver import ThreadingMixIn
@@ -9,6 +11,8 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
+
+from core.errors import ConfigurationError
 
 Check = Callable[[], tuple[bool, str]]
 
@@ -22,13 +26,37 @@ class _QuietHandler(WSGIRequestHandler):
         pass
 
 
+def bind_failure(host: str, port: int, exc: BaseException) -> str:
+    """Why the operations port could not be opened, as one line naming the setting."""
+    where = f"{host}:{port}"
+    if isinstance(exc, (socket.gaierror, UnicodeError)):
+        return f"metrics bind address {host!r} cannot be resolved (metricsBindAddress): {exc}"
+    if isinstance(exc, OverflowError):
+        return f"metrics port {port} is out of range (metricsPort: 1-65535, 0 = off)"
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+        return (
+            f"metrics port {where} is in use by another process "
+            "(set metricsPort to a free port, or 0 to turn the port off)"
+        )
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRNOTAVAIL:
+        return f"metrics bind address {host} is not an address of this machine (metricsBindAddress)"
+    if isinstance(exc, OSError) and exc.errno == errno.EACCES:
+        return f"metrics port {where} needs privileges (metricsPort: use a port above 1023)"
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"cannot listen on metrics port {where} (metricsPort, metricsBindAddress): {reason}"
+
+
 class OperationsEndpoint:
     def __init__(
         self, registry: CollectorRegistry, live: Check, ready: Check, host: str, port: int
     ) -> None:
+        self.registry = registry
         self._metrics = make_wsgi_app(registry)
         self._checks = {"/health": live, "/ready": ready}
-        self._server = make_server(host, port, self._app, _Server, _QuietHandler)
+        try:
+            self._server = make_server(host, port, self._app, _Server, _QuietHandler)
+        except (OSError, OverflowError, UnicodeError) as exc:
+            raise ConfigurationError(bind_failure(host, port, exc)) from None
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="endpoint", daemon=True
         )

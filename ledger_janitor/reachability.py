@@ -41,7 +41,7 @@ def broker_addresses(service_url: str) -> list[Address]:
     return []
 
 
-def _refusal(addresses: list[Address], timeout: float) -> str | None:
+def refusal(addresses: list[Address], timeout: float) -> str | None:
     """None if any address accepts a connection, else why the last one did not."""
     reason = "no address given"
     for address in addresses:
@@ -65,14 +65,14 @@ def unreachable(config: ServiceConfiguration, timeout: float) -> str | None:
     for what, url in targets:
         store = parse_store_url(url)
         if store.scheme == "zk":
-            reason = _refusal(host_ports(store.hosts, 2181), timeout)
+            reason = refusal(host_ports(store.hosts, 2181), timeout)
         elif store.scheme == "etcd":
-            reason = _refusal(_endpoint_addresses(store.endpoints), timeout)
+            reason = refusal(_endpoint_addresses(store.endpoints), timeout)
         else:
             continue  # the embedded store is a local file
         if reason is not None:
             return f"cannot reach {what} at {url} ({reason})"
-    reason = _refusal(broker_addresses(config.broker_service_url), timeout)
+    reason = refusal(broker_addresses(config.broker_service_url), timeout)
     if reason is not None:
         return f"cannot reach the broker at {config.broker_service_url} ({reason})"
     return None

@@ -33,6 +33,7 @@ from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.namespaces import NamespaceRegistry, discover_deletion_namespaces
 from deletion.domain.ports import LedgerStorage, MetadataStore
 from deletion.domain.topics import NamespaceName
+from ledger_janitor import logs
 from producers import PhaseOne, ProducerPool
 from producers.admin_rest import AdminRest
 from producers.namespace_policies import policy_risks
@@ -154,6 +155,9 @@ class Sidecar:
 
 
 def open_sidecar(config: ServiceConfiguration, client_log: Path | None = None) -> Sidecar:
+    """`client_log`: where the Pulsar C++ client logs; by default through our own log
+    (`logs.client_log_path`), so that stdout holds nothing of it."""
+    client_log = client_log or logs.client_log_path()
     with ExitStack() as stack:
         metadata = open_metadata_store(StoreSpec.metadata(config))
         stack.callback(metadata.close)

@@ -119,13 +119,17 @@ def test_metadata_store_down_is_said_at_once(run_janitor: Start, broker: Embedde
     stop(running)
 
 
-def test_no_namespace_to_watch_is_said_and_not_ready(
+def test_no_namespace_to_watch_is_said_and_idle_is_ready(
     run_janitor: Start, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
+    """A fresh cluster has no deletion topic yet: the sidecar says so, and is ready (a
+    readiness probe must not keep the broker's pod NotReady for it)."""
     running = run_janitor(f"sqlite:{tmp_path / 'janitor.db'}", broker.service_url)
-    wait_until(lambda: running.said("no namespace to watch"), QUICKLY * 3, "the warning")
+    wait_until(lambda: running.said("no namespace to watch"), QUICKLY * 3, "the line")
     assert running.said("deletionNamespaces=tenant/namespace")
+    wait_until(lambda: running.ready()[0] == 200, QUICKLY, "readiness")
     status, detail = running.ready()
-    assert status == 503 and "no namespace to watch" in detail
+    assert status == 200 and "watching 0 namespaces" in detail
+    assert "metadata store reachable" in detail
     assert running.health() == 200
     stop(running)
