@@ -71,7 +71,8 @@ class Reconsumer:
         properties[props.RECONSUME_TIMES] = str(times)
         properties[props.DELAY_TIME] = str(int(delay * 1000))
         if times > self._policy.max_reconsume_times:
-            reason = f"gave up after {self._policy.max_reconsume_times} reconsumes: {reason}"
+            tries = self._policy.max_reconsume_times
+            reason = f"gave up after {tries} reconsume{'' if tries == 1 else 's'}: {reason}"
             self._send_archived(message, namespace, properties, reason)
             consumer.acknowledge(message)
             return reason

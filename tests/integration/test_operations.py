@@ -94,7 +94,7 @@ def test_archive_list_and_drain_with_metrics(
         assert listed.returncode == 0, listed.stderr
         rows = {row["ledger_id"]: row for row in json.loads(listed.stdout)}
         assert set(rows) == {late, kept, None}
-        assert rows[late]["reason"].startswith("gave up after 1 reconsumes: ledger")
+        assert rows[late]["reason"].startswith("gave up after 1 reconsume: ledger")
         assert rows[late]["attempts"] == 2 and rows[late]["first_try_ms"] is not None
         assert rows[None]["reason"].startswith("undecodable message")
 
