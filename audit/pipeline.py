@@ -17,16 +17,18 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import StructType
 
-from audit import files, offload_audit, transform
+from audit import transform
 from audit.errors import AuditError, spark_job
-from audit.files import REFERENCE_FILE_SCHEMA
 from audit.id_words import MAX_BROADCAST_WORDS
-from audit.input_check import checked_rows
-from audit.ledger_scan import ledger_inventory
-from audit.offload_targets import OffloadTargets
+from audit.offload import tiered as offload_audit
+from audit.offload.targets import OffloadTargets
 from audit.progress import ScanProgress
-from audit.reference_scan import metadata_references
-from audit.report_data import write_html_report
+from audit.report.data import write_html_report
+from audit.scan import files
+from audit.scan.files import REFERENCE_FILE_SCHEMA
+from audit.scan.input_check import checked_rows
+from audit.scan.ledgers import ledger_inventory
+from audit.scan.references import metadata_references
 from audit.schema import FOREIGN, INVENTORY_SCHEMA, ORPHAN, STATUSES, UNATTRIBUTABLE, YOUNG
 from audit.tally import DANGLING, REFERENCED, referenced_words
 from audit.tally import tally as one_job_tally
@@ -223,7 +225,7 @@ def run_audit(
     """
     with progress.step(f"inventory: reading {_inventory_source(options)}"):
         inventory, ledgers = _count_inventory(_inventory(spark, options), options)
-    # Listed before the references, like the inventory: see audit.offload_audit.
+    # Listed before the references, like the inventory: see audit.offload.tiered.
     objects = offload_audit.list_objects(spark, options, progress)
     with progress.step(f"references: reading {_references_source(options)}"):
         references = _check_references(_references(spark, options), ledgers, options)
@@ -242,7 +244,7 @@ def run_audit(
     result = AuditResult(
         ledgers, tally.referenced, counts, confirmed, tally.summary, classified, dangling
     )
-    # --- tiered storage and the missing-data report (audit.offload_audit) ---
+    # --- tiered storage and the missing-data report (audit.offload.tiered) ---
     with progress.step("tiered storage and missing data: classifying"):
         result.tiered = offload_audit.audit_tiered(objects, references, dangling, options)
     result.extra.update(result.tiered.figures())

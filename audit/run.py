@@ -10,14 +10,14 @@ from rich.console import Console
 
 from audit.enqueue import enqueue_orphans
 from audit.errors import AuditError
-from audit.files import check_input
-from audit.html_report import REPORT_FILE
-from audit.offload_enqueue import enqueue_tiered_orphans
-from audit.offload_report import print_tiered
-from audit.offload_targets import offload_targets
+from audit.offload.enqueue import enqueue_tiered_orphans
+from audit.offload.report import print_tiered
+from audit.offload.targets import offload_targets
 from audit.pipeline import AuditOptions, AuditResult, run_audit
 from audit.progress import ScanProgress
-from audit.report import missing_ledgers, print_missing, print_report
+from audit.report.console import missing_ledgers, print_missing, print_report
+from audit.report.page import REPORT_FILE
+from audit.scan.files import check_input
 from audit.schema import ORPHAN
 from audit.session import open_session
 from audit.units import plural

@@ -21,7 +21,7 @@ References (one row per reference Pulsar metadata holds; JSON lines or Parquet):
 A scanned reference also carries what ManagedLedgerInfo says of an offloaded ledger
 (`offload_uuid`, `offload_complete`, `offload_driver`, `offload_bucket`) and its `entries` and
 `size`; a references file does not, so the tiered-storage audit needs the metadata scan.
-Offloaded objects and the missing-data report: `audit.offload_schema`.
+Offloaded objects and the missing-data report: `OFFLOADED_OBJECT_SCHEMA` and `MISSING_*` below.
 """
 
 from __future__ import annotations

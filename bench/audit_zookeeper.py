@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from rich.console import Console
 from rich.table import Table
 
-from audit.ledger_scan import ZooKeeperTarget, expand_buckets, scan_buckets, zookeeper_inventory
+from audit.scan.ledgers import ZooKeeperTarget, expand_buckets, scan_buckets, zookeeper_inventory
 from bench.rss import jvm_pid, measured
 from config import parse_store_url
 from deletion.adapters.opening import StoreSpec

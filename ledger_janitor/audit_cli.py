@@ -151,7 +151,7 @@ def audit_command(
     )
     figures["seconds"] = round(time.monotonic() - started, 3)
     if metrics_file is not None:
-        from audit.metrics_file import write_metrics
+        from audit.report.metrics import write_metrics
 
         try:
             write_metrics(metrics_file, figures, time.time(), time.monotonic() - started)

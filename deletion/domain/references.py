@@ -1,7 +1,7 @@
 """The one walk over a topic's Pulsar metadata that lists the ledgers it references.
 
 The worker's in-use check (`pulsar_metadata.MetadataInUseLedgers`) and the audit's
-reference scan (`audit.pulsar_refs`, inside Spark tasks) both call these functions, so the
+reference scan (`audit.scan.pulsar_refs`, inside Spark tasks) both call these functions, so the
 two can never disagree on what "referenced" means. The layout is Pulsar's:
 `/managed-ledgers/<ml name>` holds a ManagedLedgerInfo (possibly behind the 0x4778
 compression header), each child one ManagedCursorInfo (the `__compaction` cursor's

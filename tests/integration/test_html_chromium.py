@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from audit.html_report import Column, Figure, ReportData, Section, write_html
-from audit.svg_chart import BAR_COLOUR, bar_chart
+from audit.report.chart import BAR_COLOUR, bar_chart
+from audit.report.page import Column, Figure, ReportData, Section, write_html
 from audit.units import human_bytes
 from harness.chromium import ChromiumError, dump_dom, print_to_pdf, run_chromium, screenshot
 from harness.dom import RenderedPage, read_dom

@@ -153,7 +153,7 @@ CHECK = textwrap.dedent(
         TopicName.parse("public/default/t"), LedgerComponent.MANAGED_LEDGER, LedgerType.LEDGER, 5
     )
     assert message.decode(message.encode(info)) == info  # the packaged Avro schema
-    from audit.html_report import ReportData, render
+    from audit.report.page import ReportData, render
     assert render(ReportData(0, 0, (), ())).startswith("<!DOCTYPE html>")  # the packaged template
     paths, failed = [()], {}
     def walk(command, prefix):

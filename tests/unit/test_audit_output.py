@@ -14,13 +14,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import Row
 from rich.console import Console
 
-from audit.json_lines import first_bad_line, line_problem
-from audit.metrics_file import audit_registry, write_metrics
-from audit.report import print_missing
-from audit.report_orphans import age_buckets
-from audit.report_summary import reclaimable_section, summary_section
+from audit.report.chart import bar_chart
+from audit.report.console import print_missing
+from audit.report.metrics import audit_registry, write_metrics
+from audit.report.orphans import age_buckets
+from audit.report.summary import reclaimable_section, summary_section
+from audit.scan.json_lines import first_bad_line, line_problem
 from audit.schema import INVENTORY_SCHEMA
-from audit.svg_chart import bar_chart
 from audit.units import plural
 
 DAY = 86_400_000

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.ledger_scan import ledger_row
+from audit.scan.ledgers import ledger_row
 from core.errors import DecodeError
 from deletion.wire import bookkeeper_metadata as bk
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat

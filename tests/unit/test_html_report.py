@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from audit.html_report import (
+from audit.report.page import (
     REPORT_FILE,
     Cell,
     CellKind,
@@ -121,8 +121,8 @@ def test_write_html_replaces_the_page_whole(tmp_path: Path) -> None:
 
 
 def test_the_template_is_package_data_a_wheel_carries() -> None:
-    template = resources.files("audit") / "templates" / "report.html.j2"
+    template = resources.files("audit.report") / "templates" / "report.html.j2"
     assert template.is_file()
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    patterns = pyproject["tool"]["setuptools"]["package-data"]["audit"]
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["audit.report"]
     assert any(fnmatch.fnmatch("templates/report.html.j2", p) for p in patterns)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audit.offload_evidence import Claim, Evidence, topic_of
+from audit.offload.evidence import Claim, Evidence, topic_of
 
 NAME = "t/ns/persistent/my+topic%3Av1"
 

@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 from pyspark.sql import SparkSession
 
-from audit.ledger_scan import ZooKeeperTarget, expand_buckets, scan_buckets, zookeeper_inventory
+from audit.scan.ledgers import ZooKeeperTarget, expand_buckets, scan_buckets, zookeeper_inventory
 from config import parse_store_url
 from core.errors import MetadataError
 from deletion.adapters.opening import StoreSpec

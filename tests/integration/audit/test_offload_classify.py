@@ -6,7 +6,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from audit import offload_classify as classify
+from audit.offload import classify
 from audit.schema import OFFLOADED_OBJECT_SCHEMA, SCANNED_REFERENCE_SCHEMA
 
 NOW, GRACE = 1_000_000, 1000

@@ -10,10 +10,10 @@ from pyspark.sql import SparkSession
 from rich.console import Console
 
 from audit.errors import AuditError
-from audit.ledger_scan import ZooKeeperTarget, expand_buckets, zookeeper_inventory
 from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
-from audit.reference_scan import metadata_references
+from audit.scan.ledgers import ZooKeeperTarget, expand_buckets, zookeeper_inventory
+from audit.scan.references import metadata_references
 from config import parse_store_url
 from core.errors import MetadataError
 from deletion.adapters.opening import StoreSpec

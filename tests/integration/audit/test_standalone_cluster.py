@@ -138,7 +138,7 @@ def test_the_project_zip_holds_every_package_of_the_distribution(tmp_path: Path)
     with zipfile.ZipFile(build_project_zip(tmp_path / "janitor.zip")) as archive:
         names = set(archive.namelist())
     assert "deletion/domain/pending_delete_ledger_info.avsc" in names  # data files too
-    assert "audit/ledger_scan.py" in names and "ledger_janitor/audit_main.py" in names
+    assert "audit/scan/ledgers.py" in names and "ledger_janitor/audit_main.py" in names
     assert not [name for name in names if "__pycache__" in name]
 
 

@@ -19,8 +19,8 @@ from rich.console import Console
 
 from audit.enqueue import AUDIT_PROPERTIES, Enqueuer, send_all
 from audit.errors import AuditError
-from audit.offload_audit import TieredAudit
-from audit.offload_targets import FILESYSTEM, S3, OffloadTargets
+from audit.offload.targets import FILESYSTEM, S3, OffloadTargets
+from audit.offload.tiered import TieredAudit
 from audit.progress import ScanProgress
 from audit.units import plural
 from config import ServiceConfiguration

@@ -1,7 +1,7 @@
 """The HTML report's content, gathered from the audit's Spark results in this one place.
 
 A new finding becomes one more `Section` appended in `build_report_data`; the renderer
-(`audit.html_report`) does not change.
+(`audit.report.page`) does not change.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from typing import Any
 
 from pyspark.sql import DataFrame, Row
 
-from audit.html_report import Column, Figure, ReportData, Section, write_html
-from audit.offload_audit import TieredAudit
-from audit.report_orphans import (
+from audit.offload.tiered import TieredAudit
+from audit.report.orphans import (
     largest_orphans_section,
     oldest_orphans_section,
     orphan_ages_section,
 )
-from audit.report_summary import reclaimable_section, summary_section, totals_section
+from audit.report.page import Column, Figure, ReportData, Section, write_html
+from audit.report.summary import reclaimable_section, summary_section, totals_section
 from audit.schema import FOREIGN, MISSING_OFFLOADED, ORPHAN, UNATTRIBUTABLE, YOUNG
 
 DANGLING_LISTED = 500  # an alarm: list them all, short of a disaster

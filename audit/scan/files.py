@@ -2,7 +2,7 @@
 
 The file schemas are documented in `audit.schema`. A Parquet input is a file or a dataset
 directory. JSON lines are read PERMISSIVE with the malformed lines' text in `CORRUPT`, which
-`audit.input_check` counts in the job that counts the rows anyway: a malformed line aborts the
+`audit.scan.input_check` counts in the job that counts the rows anyway: a malformed line aborts the
 audit with its file and line number, not a JVM stack trace.
 """
 

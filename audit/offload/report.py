@@ -1,4 +1,4 @@
-"""What the operator reads about tiered storage (the missing-data alarm: `audit.report`)."""
+"""What the operator reads about tiered storage (the missing-data alarm: `audit.report.console`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pyspark.sql import Row
 from rich.console import Console
 from rich.table import Table
 
-from audit.offload_audit import TieredAudit
+from audit.offload.tiered import TieredAudit
 from audit.schema import ORPHAN
 from audit.units import count, human_bytes, plural, utc_minute
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.offload_targets import OffloadTargets
+from audit.offload.targets import OffloadTargets
 from deletion.adapters.offload import data_key, index_key
 from deletion.adapters.offload.s3 import head_object
 from deletion.domain.topics import TopicName

@@ -9,9 +9,9 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as sf
 
 from audit import transform
-from audit.html_report import Column, Section
+from audit.report.chart import bar_chart
+from audit.report.page import Column, Section
 from audit.schema import ORPHAN
-from audit.svg_chart import bar_chart
 from audit.units import human_duration
 
 OLDEST_ORPHANS = 20

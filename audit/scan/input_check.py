@@ -2,7 +2,7 @@
 
 One aggregation job, the one that counts the rows anyway: a JSON-lines input's malformed
 lines (`files.CORRUPT`) are counted there, so a good file is read no more than before; a bad
-one is then read in Python up to its first bad line (`audit.json_lines`) to say where and why.
+one is then read in Python up to its first bad line (`audit.scan.json_lines`) to say where and why.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pyspark.sql import functions as sf
 from pyspark.sql.types import StructType
 
 from audit.errors import AuditError, spark_job
-from audit.files import CORRUPT, is_json
-from audit.json_lines import MAX_SHOWN, first_bad_line
+from audit.scan.files import CORRUPT, is_json
+from audit.scan.json_lines import MAX_SHOWN, first_bad_line
 
 
 def checked_rows(

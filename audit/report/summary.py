@@ -8,9 +8,9 @@ from typing import Any
 
 from pyspark.sql import Row
 
-from audit.html_report import Column, Section
+from audit.report.chart import bar_chart
+from audit.report.page import Column, Section
 from audit.schema import ORPHAN, STATUSES, YOUNG
-from audit.svg_chart import bar_chart
 from audit.units import human_bytes
 
 SUMMARY_ROWS = 40  # the summary table's rows; the Parquet summary holds them all

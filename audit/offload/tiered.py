@@ -19,10 +19,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as sf
 
-from audit import offload_classify as classify
 from audit.errors import spark_job
-from audit.offload_scan import offloaded_objects
-from audit.offload_verify import Presence
+from audit.offload import classify
+from audit.offload.scan import offloaded_objects
+from audit.offload.verify import Presence
 from audit.progress import ScanProgress
 from audit.schema import MISSING_BOOKKEEPER, MISSING_OFFLOADED, ORPHAN, UNATTRIBUTABLE, YOUNG
 from deletion.adapters.offload import S3_DRIVERS

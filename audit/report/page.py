@@ -7,9 +7,9 @@ scripts and remote content besides, should a value ever slip through unescaped.
 
 Everything the page shows is a `ReportData`: headline `Figure`s and a list of `Section`s,
 each a titled table whose cells the template formats by the column's `kind`, and optionally
-a bar chart (`audit.svg_chart`) drawn as inline SVG: no script, so the CSP stays. A new finding
+a bar chart (`audit.report.chart`) drawn as inline SVG: no script, so the CSP stays. A new finding
 (offloaded orphans, missing offloaded data) is one more `Section`; the renderer stays as it
-is. `audit.report_data` builds the `ReportData` from the Spark results. No PySpark here.
+is. `audit.report.data` builds the `ReportData` from the Spark results. No PySpark here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Literal
 
 import jinja2
 
-from audit.svg_chart import BarChart
+from audit.report.chart import BarChart
 from audit.units import human_bytes, human_duration, utc_minute
 
 REPORT_FILE = "report.html"
@@ -108,7 +108,7 @@ def format_cell(value: Cell, kind: CellKind = "text") -> str:
 @functools.cache
 def _environment() -> jinja2.Environment:
     environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("audit", "templates"),
+        loader=jinja2.PackageLoader("audit.report", "templates"),
         autoescape=True,  # every value, whatever the file name says
         undefined=jinja2.StrictUndefined,  # a misspelt field fails, never renders blank
         trim_blocks=True,

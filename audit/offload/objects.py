@@ -1,6 +1,6 @@
 """Listing one share of the offloaded objects: an S3 key prefix, or a filesystem namespace.
 
-Plain Python, run inside Spark partitions (`offload_scan`), each with its own client. Only
+Plain Python, run inside Spark partitions (`offload.scan`), each with its own client. Only
 objects named as Pulsar's offloaders name a ledger's copy are listed; everything else in the
 bucket or directory is none of the audit's business:
 
@@ -13,7 +13,7 @@ bucket or directory is none of the audit's business:
   `getStoragePath`/`getDataFilePath`): a MapFile directory `<base>/<managed ledger name>/
   <ledgerId>-<uuid>` holding `data` and `index`.
 
-Each object's metadata is read for attribution (`offload_evidence`). An object that vanishes
+Each object's metadata is read for attribution (`offload.evidence`). An object that vanishes
 between the listing and the read is skipped (it is gone); any other error propagates and
 fails the audit: an unreadable store is never "nothing offloaded".
 """
@@ -29,8 +29,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from audit.errors import AuditError
-from audit.offload_evidence import Claim, Evidence, topic_of
-from audit.offload_targets import FILESYSTEM, S3, FileSystemTarget, S3Target
+from audit.offload.evidence import Claim, Evidence, topic_of
+from audit.offload.targets import FILESYSTEM, S3, FileSystemTarget, S3Target
 from core.errors import DecodeError
 from deletion.adapters.offload.s3 import INDEX_PREFIX_BYTES, storage_error
 from deletion.wire import index_block, mapfile

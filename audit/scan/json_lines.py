@@ -1,7 +1,7 @@
 """Which line of a JSON-lines input is wrong, and why: the audit's one-line error.
 
 Spark reads JSON lines in PERMISSIVE mode and counts the malformed rows in the job that counts
-the rows anyway (`audit.input_check`), so a good file costs nothing more. Only when that job
+the rows anyway (`audit.scan.input_check`), so a good file costs nothing more. Only when that job
 finds a bad row is the file read here, in Python, up to the first line that Spark's reader
 would refuse: a JSON syntax error, a value of the wrong type, a missing or negative id.
 """

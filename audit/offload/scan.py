@@ -13,8 +13,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from audit.offload_objects import mapfiles, namespace_dirs, s3_objects
-from audit.offload_targets import OffloadTargets
+from audit.offload.objects import mapfiles, namespace_dirs, s3_objects
+from audit.offload.targets import OffloadTargets
 from audit.schema import OFFLOADED_OBJECT_SCHEMA
 
 HEX = "0123456789abcdef"

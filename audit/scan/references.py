@@ -14,7 +14,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from audit import pulsar_refs
+from audit.scan import pulsar_refs
 from audit.schema import SCANNED_REFERENCE_SCHEMA
 from deletion.adapters.opening import StoreSpec, open_metadata_store
 from deletion.domain.ports import MetadataStore
