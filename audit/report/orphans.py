@@ -10,7 +10,7 @@ from pyspark.sql import functions as sf
 
 from audit import transform
 from audit.report.chart import bar_chart
-from audit.report.page import Column, Section
+from audit.report.page import Cell, Column, Section
 from audit.schema import ORPHAN
 from audit.units import human_duration
 
@@ -19,6 +19,24 @@ LARGEST_ORPHANS = 20
 DAY_MS = 86_400_000
 # The orphans-by-age histogram's bucket edges, in days (the first bucket starts at the grace).
 AGE_EDGES_DAYS = (7, 30, 90, 365)
+
+
+# One orphan a row: the columns of the largest and the oldest orphans' lists.
+ORPHAN_COLUMNS = (
+    Column("ledger id"),
+    Column("topic"),
+    Column("component"),
+    Column("created (UTC)", "time"),
+    Column("age", "duration"),
+    Column("size", "bytes"),
+)
+
+
+def orphan_rows(rows: list[Row]) -> tuple[tuple[Cell, ...], ...]:
+    return tuple(
+        (r["ledger_id"], r["topic"], r["component"], r["ctime_ms"], r["age_ms"], r["size"])
+        for r in rows
+    )
 
 
 def age_buckets(min_age_ms: int) -> list[tuple[str, int]]:
@@ -62,18 +80,8 @@ def largest_orphans_section(classified: DataFrame, summary: Sequence[Row]) -> Se
         key="largest-orphans",
         title=f"The {LARGEST_ORPHANS} largest orphans",
         explanation="The orphans of known size that free the most bytes when deleted.",
-        columns=(
-            Column("ledger id"),
-            Column("topic"),
-            Column("component"),
-            Column("created (UTC)", "time"),
-            Column("age", "duration"),
-            Column("size", "bytes"),
-        ),
-        rows=tuple(
-            (r["ledger_id"], r["topic"], r["component"], r["ctime_ms"], r["age_ms"], r["size"])
-            for r in largest
-        ),
+        columns=ORPHAN_COLUMNS,
+        rows=orphan_rows(largest),
         total=sized,
         empty="No orphan of known size.",
     )
@@ -91,18 +99,8 @@ def oldest_orphans_section(classified: DataFrame, total: int) -> Section:
         title=f"The {OLDEST_ORPHANS} oldest orphans",
         explanation="Unreferenced, older than the grace period and attributed to a topic by "
         "their own metadata: what --enqueue sends to phase one.",
-        columns=(
-            Column("ledger id"),
-            Column("topic"),
-            Column("component"),
-            Column("created (UTC)", "time"),
-            Column("age", "duration"),
-            Column("size", "bytes"),
-        ),
-        rows=tuple(
-            (r["ledger_id"], r["topic"], r["component"], r["ctime_ms"], r["age_ms"], r["size"])
-            for r in oldest
-        ),
+        columns=ORPHAN_COLUMNS,
+        rows=orphan_rows(oldest),
         total=total,
         empty="No orphans.",
     )
