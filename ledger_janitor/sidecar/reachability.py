@@ -89,9 +89,9 @@ def store_unreachable(what: str, url: str, timeout: float) -> str | None:
     naming it, its URL and why. The audit asks before it starts Spark."""
     store = parse_store_url(url)
     if store.scheme == "zk":
-        reason = _refusal(host_ports(store.hosts, 2181), timeout)
+        reason = refusal(host_ports(store.hosts, 2181), timeout)
     elif store.scheme == "etcd":
-        reason = _refusal(_endpoint_addresses(store.endpoints), timeout)
+        reason = refusal(_endpoint_addresses(store.endpoints), timeout)
     else:
         reason = None if Path(store.path).is_file() else f"no such file: {store.path}"
     return None if reason is None else f"cannot reach {what} at {url} ({reason})"
@@ -99,5 +99,5 @@ def store_unreachable(what: str, url: str, timeout: float) -> str | None:
 
 def broker_unreachable(service_url: str, timeout: float) -> str | None:
     """None if the broker answers, else one line saying why not."""
-    reason = _refusal(broker_addresses(service_url), timeout)
+    reason = refusal(broker_addresses(service_url), timeout)
     return None if reason is None else f"cannot reach the broker at {service_url} ({reason})"
