@@ -32,8 +32,8 @@ from deletion.wire import bookkeeper_metadata as bk
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 from harness.zookeeper import ZooKeeperServer
 from ledger_janitor import logs
-from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.wiring import Sidecar
+from ledger_janitor.demo.embedded import EmbeddedBroker
+from ledger_janitor.sidecar.wiring import Sidecar
 
 T = TypeVar("T")
 # Outstanding asynchronous creates while seeding: enough to pipeline, few enough to be polite.

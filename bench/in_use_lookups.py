@@ -36,7 +36,7 @@ from bench._common import (
 from deletion.domain.ports import MetadataStore, Node
 from deletion.domain.topics import java_url_decode
 from harness.janitor import Recorder
-from ledger_janitor.wiring import Sidecar, open_sidecar
+from ledger_janitor.sidecar.wiring import Sidecar, open_sidecar
 
 TTL_SECONDS = 600
 

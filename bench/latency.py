@@ -39,7 +39,7 @@ from deletion.domain import message
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Recorder
-from ledger_janitor.wiring import open_sidecar
+from ledger_janitor.sidecar.wiring import open_sidecar
 
 # The producer stamps the publish time in whole milliseconds, after our clock read.
 SKEW_SECONDS = 0.002

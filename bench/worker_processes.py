@@ -26,7 +26,7 @@ from consumers.observer import Observer
 from deletion.domain.outcome import Result
 from deletion.domain.topics import NamespaceName
 from harness.pulsar_lite import skip_consumer_ids
-from ledger_janitor.wiring import open_sidecar
+from ledger_janitor.sidecar.wiring import open_sidecar
 
 CONSUMER_IDS_PER_PROCESS = 500  # a worker takes about a dozen a namespace
 READY_SECONDS = 120  # to open a sidecar and skip its ids: a few seconds

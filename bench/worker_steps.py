@@ -45,7 +45,7 @@ from deletion.domain.outcome import Outcome, Result
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from deletion.wire import bookkeeper_metadata as bk
 from ledger_janitor import logs
-from ledger_janitor.wiring import Sidecar, open_sidecar
+from ledger_janitor.sidecar.wiring import Sidecar, open_sidecar
 
 WINDOW = 2000  # requests in flight at once in the pipelined raw runs
 MULTI = 1000  # deletes per multi request in the raw run that batches them

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from harness.janitor import Backend, ZkLedgerFactory
-from ledger_janitor.embedded import free_port
+from ledger_janitor.demo.embedded import free_port
 
 BINARY = "/usr/bin/etcd"
 

@@ -19,7 +19,7 @@ from deletion.domain.ports import LedgerStorage, MetadataStore
 from deletion.domain.topics import NamespaceName
 from deletion.wire import bookkeeper_metadata as bk
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
-from ledger_janitor.wiring import Sidecar, open_sidecar
+from ledger_janitor.sidecar.wiring import Sidecar, open_sidecar
 
 
 class ZkLedgerFactory:

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import yaml
 
-from ledger_janitor.embedded import free_port
+from ledger_janitor.demo.embedded import free_port
 
 BINARY = "/usr/bin/prometheus"
 

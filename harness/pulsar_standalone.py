@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 
 from harness.pulsar_dist import Distribution, distribution
-from ledger_janitor.embedded import free_port
+from ledger_janitor.demo.embedded import free_port
 
 OVERRIDES = Path(__file__).parent / "pulsar" / "standalone.conf"
 JVM = {

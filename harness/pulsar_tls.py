@@ -19,7 +19,7 @@ import httpx
 
 from harness.pki import MutualPki
 from harness.pulsar_standalone import PulsarStandalone
-from ledger_janitor.embedded import free_port
+from ledger_janitor.demo.embedded import free_port
 
 PROVIDERS = "org.apache.pulsar.broker.authentication.AuthenticationProvider"
 TLS_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationTls"

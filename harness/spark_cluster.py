@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ledger_janitor.embedded import free_port
+from ledger_janitor.demo.embedded import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 # The distribution's top-level packages ([tool.setuptools.packages.find] in pyproject.toml).

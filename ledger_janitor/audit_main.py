@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ledger_janitor.audit_cli import audit_command
-from ledger_janitor.typer_app import ReportingCommand, command_group
+from ledger_janitor.commands.audit import audit_command
+from ledger_janitor.commands.typer_app import ReportingCommand, command_group
 
 
 def main() -> None:

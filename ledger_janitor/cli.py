@@ -16,9 +16,12 @@ from core.errors import JanitorError
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.topics import TopicName
 from ledger_janitor import __version__
-from ledger_janitor.archive_cli import archive_app
-from ledger_janitor.audit_cli import audit_command
-from ledger_janitor.cli_options import (
+from ledger_janitor.commands.archive import archive_app
+from ledger_janitor.commands.audit import audit_command
+from ledger_janitor.commands.console import plain_console
+from ledger_janitor.commands.cursor import cursor_app
+from ledger_janitor.commands.enqueue_report import report_enqueued
+from ledger_janitor.commands.options import (
     BrokerOpt,
     ConfigFile,
     MetadataStoreOpt,
@@ -29,10 +32,7 @@ from ledger_janitor.cli_options import (
     setup_logging,
     sidecar_for,
 )
-from ledger_janitor.console import plain_console
-from ledger_janitor.cursor_cli import cursor_app
-from ledger_janitor.enqueue_report import report_enqueued
-from ledger_janitor.typer_app import command_group
+from ledger_janitor.commands.typer_app import command_group
 
 app = command_group("Delete Apache Pulsar ledgers safely, in two phases (PIP-186).")
 config_app = command_group("Inspect the resolved configuration.")
@@ -114,7 +114,7 @@ def run(
     In-flight deletions finish; anything not yet handled stays unacked for redelivery.
     Serves /metrics, /health and /ready on metricsPort.
     """
-    from ledger_janitor.sidecar_run import run_sidecar
+    from ledger_janitor.sidecar.run import run_sidecar
 
     setup_logging(verbose=not quiet)
     config = load(config_file, settings, metadata_store, broker_url).config
@@ -177,7 +177,7 @@ def demo(
     verbose: Verbose = False,
 ) -> None:
     """Run the whole protocol on this machine: embedded broker, SQLite stores, a worker."""
-    from ledger_janitor.demo import run_demo
+    from ledger_janitor.demo.run import run_demo
 
     setup_logging(verbose)
     summary = run_demo(workdir, plain_console(stderr=as_json))

@@ -23,7 +23,7 @@ from harness.etcd import EtcdServer, etcd_backend
 from harness.janitor import Backend, JanitorFactory, sqlite_backend, zookeeper_backend
 from harness.leaks import SESSION_ENV, survivors
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 
 # A ZooKeeper someone else runs and stops (bench/mutation.py shares one across its forked
 # test runs, so that a run killed on a time-out leaves no server behind).
@@ -85,7 +85,7 @@ def moto_endpoint() -> Iterator[str]:
     """A real S3-compatible server (moto's server mode) on loopback."""
     from moto.server import ThreadedMotoServer
 
-    from ledger_janitor.embedded import free_port
+    from ledger_janitor.demo.embedded import free_port
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
     server.start()

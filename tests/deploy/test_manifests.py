@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from config.loader import NOT_SETTINGS, env_var
 from config.settings import SPECS
-from ledger_janitor.endpoint import OperationsEndpoint
+from ledger_janitor.sidecar.endpoint import OperationsEndpoint
 from tests.deploy.deploy_files import (
     KUBERNETES,
     KUBERNETES_VERSION,

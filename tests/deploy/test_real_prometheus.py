@@ -18,8 +18,8 @@ from harness.process import start_sidecar, stop_sidecar, wait_until
 from harness.prometheus import PrometheusServer
 from harness.pulsar_lite import skip_consumer_ids
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import EmbeddedBroker, free_port
-from ledger_janitor.seeding import TopicSeeder, pending
+from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
+from ledger_janitor.demo.seeding import TopicSeeder, pending
 from tests.deploy.queries import RULES, metric_names, panel_queries, rule_expressions
 
 AUDIT = "written by `audit --metrics-file` and pushed by the audit CronJob; no audit runs here"

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from ledger_janitor.embedded import free_port
+from ledger_janitor.demo.embedded import free_port
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

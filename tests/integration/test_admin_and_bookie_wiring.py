@@ -22,7 +22,7 @@ from deletion.wire.bookkeeper_metadata import ledger_path
 from harness.http import serving
 from harness.janitor import Backend, JanitorFactory, Recorder
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.seeding import TopicSeeder, pending
+from ledger_janitor.demo.seeding import TopicSeeder, pending
 from transport.auth import token_from
 
 PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"

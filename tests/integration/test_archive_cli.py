@@ -16,9 +16,9 @@ from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.domain import message
 from deletion.domain import message_properties as props
 from deletion.domain.topics import ARCHIVE_SUBSCRIPTION, ARCHIVE_TOPIC, NamespaceName, TopicName
-from ledger_janitor.console import one_line
-from ledger_janitor.embedded import EmbeddedBroker, free_port
-from ledger_janitor.seeding import pending
+from ledger_janitor.commands.console import one_line
+from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
+from ledger_janitor.demo.seeding import pending
 
 QUICKLY = 10.0  # the Pulsar client alone would wait 30 s
 

@@ -14,8 +14,8 @@ from deletion.domain.message import LedgerComponent, PendingDeleteLedgerInfo
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory
-from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending
-from ledger_janitor.wiring import Sidecar
+from ledger_janitor.demo.seeding import SeededTopic, TopicSeeder, pending
+from ledger_janitor.sidecar.wiring import Sidecar
 
 
 def _archive(sidecar: Sidecar, infos: list[PendingDeleteLedgerInfo], reason: str) -> None:

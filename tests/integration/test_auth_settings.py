@@ -14,7 +14,7 @@ import pytest
 from core.errors import ConfigurationError, MetadataError, TransientMetadataError
 from harness.oauth2_issuer import Issuer
 from harness.pki import make_mutual_pki
-from ledger_janitor.embedded import free_port
+from ledger_janitor.demo.embedded import free_port
 from transport.auth import (
     OAuth2Settings,
     certificate_from,

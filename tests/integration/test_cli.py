@@ -15,7 +15,7 @@ import pytest
 from deletion.domain import message
 from deletion.domain.topics import NamespaceName
 from harness.leaks import survivors
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 
 
 def cli(

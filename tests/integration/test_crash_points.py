@@ -17,7 +17,7 @@ from deletion.domain.outcome import Outcome
 from deletion.domain.ports import ANY_VERSION, LedgerRecord, LedgerStorage, MetadataStore, Node
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
-from ledger_janitor.wiring import Sidecar
+from ledger_janitor.sidecar.wiring import Sidecar
 from tests.reliability.oracle import GroundTruth, pending
 from tests.reliability.scenario import raw_for
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
-from ledger_janitor.seeding import store_references
+from ledger_janitor.demo.seeding import store_references
 
 
 def demo(workdir: Path) -> subprocess.CompletedProcess[str]:

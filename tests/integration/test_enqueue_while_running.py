@@ -21,8 +21,8 @@ from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Backend, zookeeper_backend
 from harness.process import start_sidecar, stop_sidecar, wait_until
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.seeding import TopicSeeder
+from ledger_janitor.demo.embedded import EmbeddedBroker
+from ledger_janitor.demo.seeding import TopicSeeder
 
 # Well below the client's 30 s operation time-out, which the collision used to run into.
 PROMPTLY = 15.0

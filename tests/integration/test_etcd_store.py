@@ -21,7 +21,7 @@ from deletion.adapters.stores.etcd import EtcdMetadataStore
 from deletion.domain.ports import ANY_VERSION, Deletion
 from harness.etcd import EtcdServer, etcd_backend
 from harness.janitor import Backend
-from ledger_janitor.embedded import free_port
+from ledger_janitor.demo.embedded import free_port
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import zookeeper_backend
 from harness.process import start_sidecar, stop_sidecar, wait_until
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 from tests.reliability.oracle import GroundTruth
 from tests.reliability.raw_ledgers import ZooKeeperLedgers
 

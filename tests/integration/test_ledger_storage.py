@@ -19,7 +19,7 @@ from deletion.wire import bookkeeper_metadata as bk
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 from harness.janitor import Backend, ZkLedgerFactory
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import free_port
+from ledger_janitor.demo.embedded import free_port
 from tests.integration.stores_rig import (
     CUSTOM,
     ShortAnswers,

@@ -20,7 +20,7 @@ from deletion.wire.proto.ml_data_formats_pb2 import (
     ManagedLedgerInfoMetadata,
 )
 from harness.janitor import Backend
-from ledger_janitor.seeding import TopicSeeder
+from ledger_janitor.demo.seeding import TopicSeeder
 
 ALL = [CompressionType.LZ4, CompressionType.ZLIB, CompressionType.ZSTD, CompressionType.SNAPPY]
 

@@ -23,7 +23,7 @@ from deletion.adapters.offload import (
 )
 from deletion.adapters.offload.s3 import S3Client, storage_error
 from harness.offload_objects import plant_s3
-from ledger_janitor.embedded import free_port
+from ledger_janitor.demo.embedded import free_port
 from tests.integration.offload_rig import (
     ML_NAME,
     UID,

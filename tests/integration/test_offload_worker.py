@@ -16,7 +16,7 @@ from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
 from harness.offload_objects import base_metadata, plant_mapfile, plant_s3
-from ledger_janitor.seeding import TopicSeeder
+from ledger_janitor.demo.seeding import TopicSeeder
 
 RIVAL = TopicName.parse("persistent://rival/secret/ledger").managed_ledger_name
 

@@ -18,9 +18,9 @@ from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
 from harness.process import start_sidecar, stop_sidecar, wait_until
-from ledger_janitor.embedded import EmbeddedBroker, free_port
-from ledger_janitor.endpoint import OperationsEndpoint
-from ledger_janitor.seeding import TopicSeeder, pending
+from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
+from ledger_janitor.demo.seeding import TopicSeeder, pending
+from ledger_janitor.sidecar.endpoint import OperationsEndpoint
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pulsar
 
 from harness.pulsar_lite import skip_consumer_ids
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 
 
 def test_skipping_five_ids_uses_up_eight_not_twenty(broker: EmbeddedBroker, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from deletion.domain.topics import NamespaceName, TopicName, managed_ledger_path
 from deletion.wire.metadata_codec import MAGIC as COMPRESSION_MAGIC
 from deletion.wire.proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
 from harness.janitor import Backend
-from ledger_janitor.seeding import TopicSeeder
+from ledger_janitor.demo.seeding import TopicSeeder
 
 NOW = EpochSeconds(4242.5)
 

@@ -20,9 +20,9 @@ from harness.process import wait_until
 from harness.pulsar_lite import skip_consumer_ids
 from harness.zookeeper import ZooKeeperServer
 from ledger_janitor import __version__
-from ledger_janitor.embedded import EmbeddedBroker, free_port
-from ledger_janitor.seeding import TopicSeeder, pending
-from ledger_janitor.sidecar_run import SHUTDOWN_SECONDS
+from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
+from ledger_janitor.demo.seeding import TopicSeeder, pending
+from ledger_janitor.sidecar.run import SHUTDOWN_SECONDS
 from tests.integration.run_rig import running, settings
 
 # Interpreter start-up and exit around the bounded shutdown itself.

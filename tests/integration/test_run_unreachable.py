@@ -18,7 +18,7 @@ import pytest
 
 from deletion.domain.topics import NamespaceName
 from harness.process import wait_until
-from ledger_janitor.embedded import EmbeddedBroker, free_port
+from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
 
 # Far below the 30 s the Pulsar client and kazoo wait before giving up.
 QUICKLY = 10.0

@@ -7,8 +7,8 @@ from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
 from harness.process import start_sidecar, stop_sidecar, wait_until
-from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.seeding import TopicSeeder, pending
+from ledger_janitor.demo.embedded import EmbeddedBroker
+from ledger_janitor.demo.seeding import TopicSeeder, pending
 
 RELEASED = 600
 

@@ -245,7 +245,7 @@ def test_ledger_whose_metadata_names_another_topic_is_archived(
 def test_failed_send_never_commits_metadata(
     janitor: JanitorFactory, namespace: NamespaceName
 ) -> None:
-    from ledger_janitor.embedded import free_port
+    from ledger_janitor.demo.embedded import free_port
 
     seeder = _seeder(janitor)
     seeded = seeder.seed(_topic(namespace), ledgers=3)

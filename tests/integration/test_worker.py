@@ -20,8 +20,8 @@ from deletion.domain.ports import ANY_VERSION, Deletion, LedgerRecord, LedgerSto
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
 from harness.process import wait_until
-from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.seeding import TopicSeeder, pending
+from ledger_janitor.demo.embedded import EmbeddedBroker
+from ledger_janitor.demo.seeding import TopicSeeder, pending
 from producers import ProducerPool
 
 

@@ -21,7 +21,7 @@ from deletion.wire.proto.ml_data_formats_pb2 import CompressionType, ManagedCurs
 from harness.janitor import JanitorFactory, ZkLedgerFactory, zookeeper_backend
 from harness.process import start_sidecar, stop_sidecar, wait_until
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 from tests.reliability.oracle import GroundTruth, ml_path, pending, schema_path
 from tests.reliability.raw_ledgers import ZooKeeperLedgers
 

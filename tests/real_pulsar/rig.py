@@ -22,7 +22,7 @@ from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 from harness import process
 from harness.janitor import Recorder
 from harness.pulsar_admin import BrokerAdmin
-from ledger_janitor.wiring import Sidecar, open_sidecar
+from ledger_janitor.sidecar.wiring import Sidecar, open_sidecar
 from tests.real_pulsar.conftest import RealPulsar
 from tests.reliability.raw_ledgers import ZooKeeperLedgers
 

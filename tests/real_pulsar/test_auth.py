@@ -21,7 +21,7 @@ from harness.pulsar_admin import BrokerAdmin
 from harness.pulsar_dist import distribution
 from harness.pulsar_standalone import PulsarStandalone
 from harness.pulsar_tokens import make_tokens
-from ledger_janitor.seeding import pending
+from ledger_janitor.demo.seeding import pending
 from tests.real_pulsar import rig
 from tests.real_pulsar.conftest import RealPulsar
 from transport.admin_http import AdminHttp

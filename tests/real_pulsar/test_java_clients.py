@@ -20,7 +20,7 @@ from deletion.domain.outcome import Outcome
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from harness.java import JavaPrograms
 from harness.pulsar_admin import BrokerAdmin
-from ledger_janitor.seeding import pending
+from ledger_janitor.demo.seeding import pending
 from tests.real_pulsar import rig
 from tests.real_pulsar.conftest import RealPulsar
 from transport.schema import subscribe, written

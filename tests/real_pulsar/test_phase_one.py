@@ -27,7 +27,7 @@ from deletion.domain.topics import (
 from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
 from harness.java import JavaPrograms
 from harness.pulsar_admin import BrokerAdmin
-from ledger_janitor.seeding import pending
+from ledger_janitor.demo.seeding import pending
 from tests.real_pulsar import rig
 from tests.real_pulsar.conftest import RealPulsar
 

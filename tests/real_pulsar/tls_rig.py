@@ -23,7 +23,7 @@ from harness.pulsar_admin import BrokerAdmin
 from harness.pulsar_dist import distribution
 from harness.pulsar_tls import TLS_PLUGIN, TlsPulsarStandalone
 from harness.pulsar_tokens import make_signed_token
-from ledger_janitor.seeding import pending
+from ledger_janitor.demo.seeding import pending
 from tests.real_pulsar import rig
 from tests.real_pulsar.conftest import RealPulsar
 from tests.reliability import oracle

@@ -10,7 +10,7 @@ import pytest
 import structlog
 
 from ledger_janitor import logs
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 from tests.reliability.sandbox import Sandbox
 from tests.reliability.support import kill_leftovers
 

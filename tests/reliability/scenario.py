@@ -10,7 +10,7 @@ from functools import partial
 from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Backend
-from ledger_janitor.wiring import Sidecar
+from ledger_janitor.sidecar.wiring import Sidecar
 from tests.reliability.oracle import GroundTruth, pending
 from tests.reliability.raw_ledgers import RawLedgers, raw_ledgers
 

@@ -26,7 +26,7 @@ from deletion.domain import message_properties as props
 from deletion.domain.message import PendingDeleteLedgerInfo
 from deletion.domain.topics import NamespaceName
 from harness.process import wait_until
-from ledger_janitor.embedded import EmbeddedBroker, free_port
+from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 LONG = os.environ.get("LEDGER_JANITOR_LONG_TESTS") == "1"

@@ -9,7 +9,7 @@ import pytest
 
 from config import ServiceConfiguration, load_configuration
 from harness.pki import Pki
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 from tests.reliability.auth_rig import (
     TOKEN_PLUGIN,
     Connect,

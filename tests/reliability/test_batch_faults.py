@@ -32,7 +32,7 @@ from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Recorder
 from harness.process import wait_until
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 from tests.reliability.scenario import build_scenario
 from tests.reliability.support import scaled
 from tests.reliability.zk_faults import (

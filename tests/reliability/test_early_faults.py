@@ -37,8 +37,8 @@ from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Recorder
 from harness.process import wait_until
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.seeding import TopicSeeder, pending
+from ledger_janitor.demo.embedded import EmbeddedBroker
+from ledger_janitor.demo.seeding import TopicSeeder, pending
 from tests.reliability.support import scaled
 from tests.reliability.zk_faults import Fault, FaultyKazoo, Request, refused
 from tests.reliability.zk_rig import FakeClock, ZkRig, wait_outcomes, zk_rig

@@ -22,8 +22,8 @@ from harness.janitor import zookeeper_backend
 from harness.process import wait_until
 from harness.pulsar_lite import skip_consumer_ids
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.wiring import open_sidecar
+from ledger_janitor.demo.embedded import EmbeddedBroker
+from ledger_janitor.sidecar.wiring import open_sidecar
 from tests.reliability.raw_ledgers import ZooKeeperLedgers
 from tests.reliability.support import (
     LONG,

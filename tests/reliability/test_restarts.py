@@ -22,7 +22,7 @@ from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Backend, JanitorFactory, Recorder, zookeeper_backend
 from harness.process import wait_until
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 from tests.reliability.oracle import pending
 from tests.reliability.scenario import build_scenario
 from tests.reliability.support import archived_ids, read_archive, scaled

@@ -26,7 +26,7 @@ from deletion.domain import message
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Backend, JanitorFactory
 from harness.process import wait_until
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 from tests.reliability.oracle import pending
 from tests.reliability.scenario import Scenario, build_scenario
 from tests.reliability.support import (

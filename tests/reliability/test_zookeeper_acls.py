@@ -20,8 +20,8 @@ from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import ZkLedgerFactory
 from harness.process import wait_until
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.wiring import open_sidecar
+from ledger_janitor.demo.embedded import EmbeddedBroker
+from ledger_janitor.sidecar.wiring import open_sidecar
 from tests.reliability.oracle import GroundTruth, ml_path, pending
 from tests.reliability.raw_ledgers import ZooKeeperLedgers
 from tests.reliability.support import start_worker

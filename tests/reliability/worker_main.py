@@ -25,7 +25,8 @@ from typing import Any
 import pulsar
 
 from harness.pulsar_lite import skip_consumer_ids
-from ledger_janitor import cli, wiring
+from ledger_janitor import cli
+from ledger_janitor.sidecar import wiring
 from transport import client as broker
 
 

@@ -20,7 +20,7 @@ from deletion.domain.outcome import Outcome
 from harness.janitor import JanitorFactory, Recorder, zookeeper_backend
 from harness.process import wait_until
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 from tests.reliability.zk_faults import Fault, FaultyKazoo, LedgerZnodes, Plan, Request
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import typer
 
-from ledger_janitor.cli_options import parse_settings
+from ledger_janitor.commands.options import parse_settings
 
 
 def test_settings_become_overrides_the_last_one_winning() -> None:

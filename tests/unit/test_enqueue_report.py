@@ -7,8 +7,8 @@ import typer
 
 from core.errors import EnqueueError
 from deletion.domain.topics import TopicName
-from ledger_janitor.enqueue_report import PARTIAL_EXIT_CODE, report_enqueued
-from ledger_janitor.seeding import pending
+from ledger_janitor.commands.enqueue_report import PARTIAL_EXIT_CODE, report_enqueued
+from ledger_janitor.demo.seeding import pending
 from producers.phase_one import Sent
 
 TOPIC = TopicName.parse("public/default/orders")

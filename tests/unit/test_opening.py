@@ -18,7 +18,7 @@ from deletion.adapters.opening import (
 )
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.adapters.stores.zookeeper import DIGEST_ENV
-from ledger_janitor.embedded import free_port
+from ledger_janitor.demo.embedded import free_port
 
 
 def sqlite(path: Path) -> StoreSpec:

@@ -12,7 +12,7 @@ import socket
 import structlog
 
 from ledger_janitor import logs
-from ledger_janitor.endpoint import bind_failure
+from ledger_janitor.sidecar.endpoint import bind_failure
 
 
 def test_a_client_line_keeps_its_level_and_source() -> None:

@@ -20,7 +20,7 @@ from audit.errors import AuditError
 from audit.pipeline import AuditOptions, run_audit
 from audit.progress import ScanProgress
 from audit.schema import INVENTORY_SCHEMA
-from ledger_janitor.audit_cli import parse_duration_ms, parse_time_ms
+from ledger_janitor.commands.audit import parse_duration_ms, parse_time_ms
 from tests.integration.audit.test_end_to_end import cli_app
 
 NOW = 1_700_000_000_000
@@ -204,13 +204,13 @@ def test_only_the_audit_imports_pyspark() -> None:
     script = textwrap.dedent(
         """
         import sys
-        import ledger_janitor.audit_cli, ledger_janitor.cli, ledger_janitor.wiring
+        import ledger_janitor.commands.audit, ledger_janitor.cli, ledger_janitor.sidecar.wiring
         assert "pyspark" not in sys.modules, "the sidecar imported pyspark"
         sys.modules["pyspark"] = None  # as if the [audit] extra were not installed
         import typer
         from typer.testing import CliRunner
         app = typer.Typer()
-        app.command("audit")(ledger_janitor.audit_cli.audit_command)
+        app.command("audit")(ledger_janitor.commands.audit.audit_command)
         app.callback()(lambda: None)
         result = CliRunner().invoke(app, ["audit", "--inventory", "x.jsonl"])
         print(result.exception)

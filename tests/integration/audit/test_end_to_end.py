@@ -18,9 +18,9 @@ from deletion.domain.message import LedgerComponent
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Backend, JanitorFactory, Recorder, sqlite_backend
-from ledger_janitor.audit_cli import audit_command
-from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.seeding import TopicSeeder
+from ledger_janitor.commands.audit import audit_command
+from ledger_janitor.demo.embedded import EmbeddedBroker
+from ledger_janitor.demo.seeding import TopicSeeder
 from tests.integration.audit.planting import ZkLedgers
 
 HOUR_MS = 3_600_000

@@ -24,8 +24,8 @@ from deletion.domain.topics import NamespaceName, TopicName, managed_ledger_path
 from deletion.wire.metadata_codec import wrap
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType, ManagedCursorInfo
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.embedded import free_port
-from ledger_janitor.seeding import TopicSeeder
+from ledger_janitor.demo.embedded import free_port
+from ledger_janitor.demo.seeding import TopicSeeder
 from tests.integration.audit.planting import BOOKKEEPER_OWN, ZkLedgers, write_offloaded
 
 ACME, BETA = NamespaceName("acme", "orders"), NamespaceName("beta", "billing")

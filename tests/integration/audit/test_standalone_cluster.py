@@ -28,7 +28,7 @@ from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.spark_cluster import PROJECT_PACKAGES, REPO, SparkCluster, build_project_zip
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.seeding import TopicSeeder
+from ledger_janitor.demo.seeding import TopicSeeder
 from tests.integration.audit.planting import BOOKKEEPER_OWN, ZkLedgers
 
 HOUR_MS = 3_600_000

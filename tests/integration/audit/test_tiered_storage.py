@@ -24,7 +24,7 @@ from harness.chromium import dump_dom
 from harness.dom import read_dom
 from harness.janitor import JanitorFactory, Recorder
 from harness.offload_objects import base_metadata
-from ledger_janitor.embedded import EmbeddedBroker
+from ledger_janitor.demo.embedded import EmbeddedBroker
 from tests.integration.audit.planting import ZkLedgers
 from tests.integration.audit.test_end_to_end import cli_app
 from tests.integration.audit.tiered_planting import (

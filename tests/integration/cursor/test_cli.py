@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from cursor import CursorSettings, DurableCursor, Position
 from deletion.domain.message import PendingDeleteLedgerInfo
 from harness.cursor_fixtures import CursorEnv
-from ledger_janitor.cursor_cli import cursor_app
+from ledger_janitor.commands.cursor import cursor_app
 
 T = TypeVar("T")
 runner = CliRunner()

@@ -23,8 +23,8 @@ from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import zookeeper_backend
 from harness.zookeeper import ZooKeeperServer
-from ledger_janitor.cursor_cli import cursor_app
-from ledger_janitor.seeding import TopicSeeder
+from ledger_janitor.commands.cursor import cursor_app
+from ledger_janitor.demo.seeding import TopicSeeder
 
 ROOT = Path(__file__).resolve().parents[3]
 

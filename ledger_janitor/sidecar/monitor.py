@@ -23,8 +23,8 @@ from core.errors import JanitorError
 from deletion.adapters.admin_api import rest_path
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.topics import ARCHIVE_SUBSCRIPTION, ARCHIVE_TOPIC, NamespaceName, TopicName
-from ledger_janitor.reachability import broker_addresses, refusal
-from ledger_janitor.wiring import Sidecar
+from ledger_janitor.sidecar.reachability import broker_addresses, refusal
+from ledger_janitor.sidecar.wiring import Sidecar
 
 log = structlog.get_logger(__name__)
 CHECK_SECONDS = 1.0

@@ -15,11 +15,11 @@ import typer
 from config import CONFIG_FILE_ENV, LoadedConfiguration, load_configuration
 from core.errors import JanitorError
 from ledger_janitor import logs
-from ledger_janitor.reachability import PROBE_SECONDS, unreachable
+from ledger_janitor.sidecar.reachability import PROBE_SECONDS, unreachable
 from transport import client as broker
 
 if TYPE_CHECKING:
-    from ledger_janitor.wiring import Sidecar
+    from ledger_janitor.sidecar.wiring import Sidecar
 
 ConfigFile = Annotated[
     Path | None,
@@ -70,7 +70,7 @@ def sidecar_for(
     broker_url: str | None,
 ) -> Iterator[Sidecar]:
     """A short-lived sidecar (stores, client, producers) for one command, then closed."""
-    from ledger_janitor.wiring import open_sidecar
+    from ledger_janitor.sidecar.wiring import open_sidecar
 
     setup_logging(False)
     config = load(config_file, settings, metadata_store, broker_url).config

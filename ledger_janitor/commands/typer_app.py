@@ -27,7 +27,7 @@ from typer._click import exceptions as click_errors
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from core.errors import JanitorError
-from ledger_janitor.console import print_error
+from ledger_janitor.commands.console import print_error
 
 ERROR_EXIT_CODE = 2
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}

@@ -28,11 +28,11 @@ from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
 from deletion.domain.message import LedgerComponent, encode
 from deletion.domain.outcome import Outcome, Result
 from deletion.domain.topics import NamespaceName, TopicName
-from ledger_janitor.console import count, plural
-from ledger_janitor.demo_workdir import prepare_workdir
-from ledger_janitor.embedded import EmbeddedBroker
-from ledger_janitor.seeding import SeededTopic, TopicSeeder, pending, store_references
-from ledger_janitor.wiring import Sidecar, open_sidecar
+from ledger_janitor.commands.console import count, plural
+from ledger_janitor.demo.embedded import EmbeddedBroker
+from ledger_janitor.demo.seeding import SeededTopic, TopicSeeder, pending, store_references
+from ledger_janitor.demo.workdir import prepare_workdir
+from ledger_janitor.sidecar.wiring import Sidecar, open_sidecar
 
 NAMESPACES = ("demo/orders", "demo/payments", "demo/audit")
 # Local names that Pulsar must URL-encode: a wrong encoding would make them look unused.

@@ -17,7 +17,8 @@ import typer
 
 from core.errors import JanitorError
 from ledger_janitor import install_hint
-from ledger_janitor.cli_options import (
+from ledger_janitor.commands.console import plain_console
+from ledger_janitor.commands.options import (
     AsJson,
     BrokerOpt,
     ConfigFile,
@@ -26,8 +27,7 @@ from ledger_janitor.cli_options import (
     load,
     setup_logging,
 )
-from ledger_janitor.console import plain_console
-from ledger_janitor.reachability import PROBE_SECONDS, broker_unreachable, store_unreachable
+from ledger_janitor.sidecar.reachability import PROBE_SECONDS, broker_unreachable, store_unreachable
 
 if TYPE_CHECKING:
     from config import ServiceConfiguration

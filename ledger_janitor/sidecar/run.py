@@ -24,11 +24,11 @@ from consumers.worker import STOP_SECONDS, DeletionWorker, bounded
 from core.errors import BrokerError, LedgerStorageError, MetadataError
 from deletion.domain.topics import NamespaceName
 from ledger_janitor import __version__, logs
-from ledger_janitor.endpoint import OperationsEndpoint
-from ledger_janitor.monitor import Monitor
-from ledger_janitor.reachability import PROBE_SECONDS, unreachable
-from ledger_janitor.sidecar_metrics import sidecar_registry
-from ledger_janitor.wiring import Sidecar, open_sidecar
+from ledger_janitor.sidecar.endpoint import OperationsEndpoint
+from ledger_janitor.sidecar.metrics import sidecar_registry
+from ledger_janitor.sidecar.monitor import Monitor
+from ledger_janitor.sidecar.reachability import PROBE_SECONDS, unreachable
+from ledger_janitor.sidecar.wiring import Sidecar, open_sidecar
 
 log = structlog.get_logger(__name__)
 FIRST_RETRY_SECONDS = 1.0

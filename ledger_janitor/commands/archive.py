@@ -21,7 +21,8 @@ from consumers.archive import (
 from core.errors import ConfigurationError
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName
-from ledger_janitor.cli_options import (
+from ledger_janitor.commands.console import count, one_line, plain_console, plural, whole
+from ledger_janitor.commands.options import (
     AsJson,
     BrokerOpt,
     ConfigFile,
@@ -29,9 +30,8 @@ from ledger_janitor.cli_options import (
     Settings,
     sidecar_for,
 )
-from ledger_janitor.console import count, one_line, plain_console, plural, whole
-from ledger_janitor.typer_app import command_group
-from ledger_janitor.wiring import Sidecar
+from ledger_janitor.commands.typer_app import command_group
+from ledger_janitor.sidecar.wiring import Sidecar
 
 archive_app = command_group("The archive of deletions phase two gave up on: list it, drain it.")
 NamespaceOpt = Annotated[

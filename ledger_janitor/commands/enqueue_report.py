@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import typer
 
 from core.errors import EnqueueError
-from ledger_janitor.console import count, plain_console, plural, print_error
+from ledger_janitor.commands.console import count, plain_console, plural, print_error
 from producers.phase_one import Sent
 
 # 0: every ledger enqueued. 2: none was (the `error:` line says why), as for any error.

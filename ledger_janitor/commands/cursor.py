@@ -29,11 +29,11 @@ from cursor.wire.content import RangeEncoding
 from cursor.wire.cursor_info_codec import decode_cursor_info, encode_cursor_info
 from cursor.wire.position_info_codec import decode_position_info, encode_position_info
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
-from ledger_janitor.cli_options import AsJson, ConfigFile, MetadataStoreOpt, Settings, load
-from ledger_janitor.console import err
-from ledger_janitor.cursor_files import chunk_files, plural, read_entries, written_summary
-from ledger_janitor.cursor_inspect import print_inspection
-from ledger_janitor.typer_app import command_group
+from ledger_janitor.commands.console import err
+from ledger_janitor.commands.cursor_files import chunk_files, plural, read_entries, written_summary
+from ledger_janitor.commands.cursor_inspect import print_inspection
+from ledger_janitor.commands.options import AsJson, ConfigFile, MetadataStoreOpt, Settings, load
+from ledger_janitor.commands.typer_app import command_group
 
 cursor_app = command_group("Cursor acknowledgment state: decode, encode, inspect.")
 

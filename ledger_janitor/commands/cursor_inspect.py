@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from ledger_janitor.cursor_files import plural
+from ledger_janitor.commands.cursor_files import plural
 
 
 def print_inspection(doc: dict[str, Any]) -> None:
