@@ -6,6 +6,6 @@ ledgers and references scanned live or read from files, a malformed input refuse
 `enqueue` (phase one), `pipeline` (one audit run), `report` (what the operator reads: the
 console's summary, the HTML page, the Prometheus text file), `offload` (tiered storage and
 the missing-data report), `session`, `progress`, `units`, `errors`, and `run` (the `audit`
-command's body). Only this package imports PySpark; `ledger_janitor.audit_cli` imports it
+command's body). Only this package imports PySpark; `ledger_janitor.commands.audit` imports it
 lazily, so registering the command costs nothing.
 """

@@ -7,7 +7,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def start_sidecar(metadata_url: str, broker_url: str, **settings: object) -> subprocess.Popen[str]:
@@ -60,3 +63,28 @@ def wait_until(
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(poll)
+
+
+def run_cli(
+    *args: str,
+    columns: int | None = 80,
+    timeout: float = 120,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`ledger-janitor ARGS` as a person runs it: a process of its own, off a terminal, its
+    stdout and stderr read whole. `columns=None` leaves COLUMNS unset (a pipe, a pod log)."""
+    environment = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+    )
+    if columns is not None:
+        environment["COLUMNS"] = str(columns)
+    return subprocess.run(
+        [sys.executable, "-m", "ledger_janitor", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**environment, **(env or {})},
+    )

@@ -14,13 +14,15 @@ from typing import Any
 
 import yaml
 
+from ledger_janitor.sidecar.run import SHUTDOWN_SECONDS
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
 HELM_VALUES = KUBERNETES / "pulsar-helm-values.yaml"
 KUBERNETES_VERSION = "1.30.0"
-# The sidecar's SIGTERM bound (issue 26: within about 10 s whatever is unreachable).
-SHUTDOWN_BOUND_SECONDS = 10
+# The sidecar's SIGTERM bound: it stops within this whatever is unreachable.
+SHUTDOWN_BOUND_SECONDS = SHUTDOWN_SECONDS
 
 Container = dict[str, Any]
 

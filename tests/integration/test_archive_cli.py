@@ -3,9 +3,7 @@ not there: a real process, its human output and exit code."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -16,6 +14,7 @@ from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.domain import message
 from deletion.domain import message_properties as props
 from deletion.domain.topics import ARCHIVE_SUBSCRIPTION, ARCHIVE_TOPIC, NamespaceName, TopicName
+from harness.process import run_cli
 from ledger_janitor.commands.console import one_line
 from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
 from ledger_janitor.demo.seeding import pending
@@ -24,13 +23,7 @@ QUICKLY = 10.0  # the Pulsar client alone would wait 30 s
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    return run_cli(*args, columns=200)
 
 
 def archive(
@@ -113,14 +106,7 @@ def test_commands_that_need_the_broker_say_at_once_that_it_is_not_there(tmp_path
 
 def piped(*args: str) -> subprocess.CompletedProcess[str]:
     """As `... | cat` or a pod's log sees it: no terminal, and no COLUMNS to go by."""
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    return subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    return run_cli(*args, columns=None)
 
 
 def test_tables_off_a_terminal_hold_every_value_whole_one_row_a_line(

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -15,19 +13,14 @@ import pytest
 from deletion.domain import message
 from deletion.domain.topics import NamespaceName
 from harness.leaks import survivors
+from harness.process import run_cli
 from ledger_janitor.demo.embedded import EmbeddedBroker
 
 
 def cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )
+    return run_cli(*args, columns=200, timeout=timeout, env=env)
 
 
 def test_config_show_names_each_value_and_its_source(tmp_path: Path) -> None:

@@ -8,11 +8,9 @@ is help on every command and no help page shows typer's type labels.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import javaproperties
@@ -22,19 +20,14 @@ from typer.testing import CliRunner
 
 from config.broker_keys import BROKER_KEYS
 from config.settings import SPECS
+from harness.process import run_cli
 from harness.pulsar_dist import CACHE, PULSAR_VERSION, distribution
 from ledger_janitor import install_hint
 from ledger_janitor.cli import app
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "80"},
-    )
+    return run_cli(*args)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ import typer
 from typer.testing import CliRunner, Result
 
 from config.urls import STORE_URL_FORMS
+from harness.process import run_cli
 from ledger_janitor import __version__
 from ledger_janitor.cli import app
 
@@ -217,13 +218,7 @@ def test_negative_counts_are_refused(args: tuple[str, ...], expected: str, tmp_p
 
 
 def cli_process(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "80"},
-    )
+    return run_cli(*args, timeout=60)
 
 
 def test_the_entry_point_prints_config_and_errors() -> None:

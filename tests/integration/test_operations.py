@@ -4,9 +4,7 @@ structured logs."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import httpx
 from prometheus_client import CollectorRegistry
@@ -17,20 +15,14 @@ from consumers.metrics import WorkerMetrics
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import JanitorFactory, Recorder
-from harness.process import start_sidecar, stop_sidecar, wait_until
+from harness.process import run_cli, start_sidecar, stop_sidecar, wait_until
 from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
 from ledger_janitor.demo.seeding import TopicSeeder, pending
 from ledger_janitor.sidecar.endpoint import OperationsEndpoint
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    return run_cli(*args, columns=200)
 
 
 def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

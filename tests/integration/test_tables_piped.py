@@ -4,10 +4,10 @@ no value cut to `namesp…`, one row a line. (`archive list|drain`: test_archive
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from harness.process import run_cli
 
 TENANT = "tenant-of-the-european-payments-platform-team"
 NAMESPACE = f"{TENANT}/settlements-and-reconciliation-archive"
@@ -15,13 +15,7 @@ NAMESPACE = f"{TENANT}/settlements-and-reconciliation-archive"
 
 def piped(*args: str) -> subprocess.CompletedProcess[str]:
     """No terminal, and no COLUMNS to go by."""
-    return subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
-    )
+    return run_cli(*args, columns=None, timeout=300)
 
 
 def test_config_show_off_a_terminal_prints_every_setting_whole_on_its_line() -> None:

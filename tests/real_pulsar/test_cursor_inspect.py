@@ -5,14 +5,13 @@ ledger is not read here (its entries are on the bookie)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pulsar
 
 from deletion.domain.topics import NamespaceName, TopicName
+from harness.process import run_cli
 from harness.pulsar_admin import BrokerAdmin
 from tests.real_pulsar import rig
 from tests.real_pulsar.conftest import RealPulsar
@@ -21,13 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _inspect(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", "cursor", "inspect", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"},
-    )
+    return run_cli("cursor", "inspect", *args)
 
 
 def test_inspect_a_real_subscriptions_cursor(

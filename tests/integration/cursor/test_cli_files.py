@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.process import run_cli
+
 ROOT = Path(__file__).resolve().parents[3]
 
 # The README's cursor example, exactly as handed to it (the encode/decode lines the README
@@ -30,14 +32,7 @@ ACKED = [[3, entry, entry] for entry in range(11, 160, 2)]
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", "cursor", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"},
-    )
+    return run_cli("cursor", *args, cwd=cwd)
 
 
 def one_error(result: subprocess.CompletedProcess[str]) -> str:

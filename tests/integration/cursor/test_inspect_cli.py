@@ -22,6 +22,7 @@ from deletion.domain.decision import pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import zookeeper_backend
+from harness.process import run_cli
 from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.commands.cursor import cursor_app
 from ledger_janitor.demo.seeding import TopicSeeder
@@ -30,13 +31,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def inspect(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", "cursor", "inspect", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"},
-    )
+    return run_cli("cursor", "inspect", *args)
 
 
 def test_inspect_on_the_demos_store_shows_the_znode_and_the_empty_ledger(
