@@ -224,4 +224,4 @@ def finish(result: dict[str, Any], as_json: bool) -> dict[str, Any]:
 
 
 def console_for(as_json: bool) -> Console:
-    return Console(stderr=as_json, width=120)
+    return Console(stderr=as_json, width=120, soft_wrap=True)

@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--zookeeper", help="use this server (host:port[/chroot]), not a new one")
     args = parser.parse_args(argv)
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # the server's start-up probes
-    console = Console(stderr=args.json, width=120)
+    console = Console(stderr=args.json, width=120, soft_wrap=True)
     result = run(args.quick, args.zookeeper, console)
     render(result["files"], result["zookeeper"], console)
     if args.json:

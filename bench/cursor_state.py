@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="10k and 100k ranges: a smoke test")
     parser.add_argument("--json", action="store_true", help="end with one JSON object")
     args = parser.parse_args(argv)
-    console = Console(stderr=args.json, width=150)
+    console = Console(stderr=args.json, width=150, soft_wrap=True)
     with tempfile.TemporaryDirectory(prefix="cursor-bench-") as workdir:
         result = run(QUICK_SIZES if args.quick else FULL_SIZES, Path(workdir), console)
     result["mode"] = "quick" if args.quick else "full"
