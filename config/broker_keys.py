@@ -187,7 +187,7 @@ BROKER_KEYS: Final = frozenset(
     maxUnloadBundleNumPerShedding maxUnloadPercentage messageExpiryCheckIntervalInMinutes
     messagingProtocols metadataStoreAllowReadOnlyOperations metadataStoreBatchingEnabled
     metadataStoreBatchingMaxDelayMillis metadataStoreBatchingMaxOperations
-    metadataStoreBatchingMaxSizeKb metadataStoreCacheExpirySeconds metadataStoreConfigPath
+    metadataStoreBatchingMaxSizeKb metadataStoreCacheExpirySeconds
     metadataStoreOperationTimeoutSeconds metadataStoreSessionTimeoutMillis metadataSyncEventTopic
     metricsBufferResponse metricsServletTimeoutMs minUnloadMessage minUnloadMessageThroughput
     namespaceBundleUnloadingTimeoutMs narExtractionDirectory nettyMaxFrameSizeBytes

@@ -8,6 +8,7 @@ from typing import Any, Final
 from config.fields import COMPRESSION_TYPES, FieldSpec, one_line, unknown_key_message
 from config.fields import setting as _setting
 from config.urls import STORE_URL_FORMS
+from config.zookeeper_tls import ZooKeeperTls, ZooKeeperTlsError, load_zookeeper_tls
 from core.errors import ConfigurationError
 
 
@@ -245,6 +246,15 @@ class ServiceConfiguration:
         "zk+hierarchical://...; empty = the metadataStoreUrl store.",
         optional=True,
     )
+    metadata_store_config_path: str = _setting(
+        "",
+        "metadataStoreConfigPath",
+        "str",
+        "ZooKeeper client properties file (Pulsar's key): zookeeper.client.secure=true and "
+        "zookeeper.ssl.* PEM stores turn on TLS to every zk: store; read where each process "
+        "connects (the audit's executors too); empty = plain text.",
+        optional=True,
+    )
     deletion_namespaces: tuple[str, ...] = _setting(
         (),
         "deletionNamespaces",
@@ -295,8 +305,21 @@ class ServiceConfiguration:
                 object.__setattr__(self, spec.name, spec.coerce(raw))
             except ValueError as exc:
                 problems.append(spec.bad_value(raw, None, str(exc)))
+        if not problems:
+            problems.extend(self._zookeeper_tls_problems())
         if problems:
             raise ConfigurationError(one_line(problems))
+
+    def _zookeeper_tls_problems(self) -> list[str]:
+        """A ZooKeeper TLS file is read when loaded, so a store we cannot use fails now."""
+        path = self.metadata_store_config_path
+        if not path or not zookeeper_in_use(self):
+            return []
+        try:
+            load_zookeeper_tls(path)
+        except ZooKeeperTlsError as exc:
+            return [_BY_NAME["metadata_store_config_path"].bad_value(path, None, str(exc))]
+        return []
 
     def with_overrides(self, **changes: Any) -> ServiceConfiguration:
         """A copy with snake_case attributes replaced, validated like any other source."""
@@ -310,3 +333,22 @@ class ServiceConfiguration:
 SPECS: Final[tuple[FieldSpec, ...]] = tuple(
     replace(f.metadata["spec"], name=f.name) for f in fields(ServiceConfiguration)
 )
+_BY_NAME: Final = {spec.name: spec for spec in SPECS}
+
+
+def zookeeper_in_use(config: ServiceConfiguration) -> bool:
+    """Whether a store of `config` is ZooKeeper (our spelling of its URLs starts `zk:`)."""
+    urls = (config.metadata_store_url, config.bookkeeper_metadata_service_uri)
+    return any(url.startswith("zk:") for url in urls)
+
+
+def zookeeper_tls(config: ServiceConfiguration) -> ZooKeeperTls | None:
+    """The TLS `metadataStoreConfigPath` asks for, for every kazoo client; None = plain."""
+    path = config.metadata_store_config_path
+    if not path or not zookeeper_in_use(config):
+        return None
+    try:
+        return load_zookeeper_tls(path)
+    except ZooKeeperTlsError as exc:  # changed since the configuration was loaded
+        spec = _BY_NAME["metadata_store_config_path"]
+        raise ConfigurationError(spec.bad_value(path, None, str(exc))) from None

@@ -5,22 +5,81 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient
 
+from harness.pki import KeyPair, MutualPki, make_mutual_pki
 from ledger_janitor.demo.embedded import free_port
 
 JARS = (Path("/usr/share/java/zookeeper.jar"), Path("/usr/share/java/slf4j-simple.jar"))
+# The Netty server connection factory, which TLS needs (Debian's libnetty-java).
+NETTY_JARS = tuple(
+    Path(f"/usr/share/java/netty-{name}.jar")
+    for name in (
+        "buffer",
+        "codec",
+        "common",
+        "handler",
+        "resolver",
+        "transport",
+        "transport-native-epoll",
+        "transport-native-unix-common",
+    )
+)
+
+
+@dataclass(frozen=True)
+class ServerTls:
+    """TLS only (no plain port), client certificates required: the server's PEM store
+    (certificate and key), the CA it trusts, and a client store the harness connects with."""
+
+    server_store: Path
+    ca_file: Path
+    client_store: Path
+
+    def settings(self, port: int) -> str:
+        return (
+            f"secureClientPort={port}\nsecureClientPortAddress=127.0.0.1\n"
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
+            f"ssl.keyStore.location={self.server_store}\nssl.keyStore.type=PEM\n"
+            f"ssl.trustStore.location={self.ca_file}\nssl.trustStore.type=PEM\n"
+            "ssl.clientAuth=need\n"
+        )
+
+    def client_options(self) -> dict[str, Any]:
+        store = str(self.client_store)
+        return {"use_ssl": True, "certfile": store, "keyfile": store, "ca": str(self.ca_file)}
+
+
+def pem_store(pair: KeyPair) -> Path:
+    """`pair` as one PEM store, certificate then key, as ZooKeeper's PEM keyStore wants."""
+    store = pair.cert_file.with_name(pair.cert_file.name.replace(".cert.pem", ".store.pem"))
+    store.write_bytes(pair.cert_file.read_bytes() + pair.key_file.read_bytes())
+    return store
+
+
+def make_server_tls(
+    directory: Path, roles: tuple[str, ...] = ("janitor",)
+) -> tuple[ServerTls, MutualPki]:
+    """A CA, a server store for 127.0.0.1 and client pairs (`roles`, and a foreign CA's)."""
+    pki = make_mutual_pki(directory, roles)
+    tls = ServerTls(pem_store(pki.broker), pki.ca_file, pem_store(pki.clients[roles[0]]))
+    return tls, pki
 
 
 class ZooKeeperServer:
-    def __init__(self, root: Path, port: int = 0, heap: str = "256m") -> None:
-        """`heap` is the JVM's -Xmx: 256m holds the tests' trees; 200k ledgers need more."""
+    def __init__(
+        self, root: Path, port: int = 0, heap: str = "256m", tls: ServerTls | None = None
+    ) -> None:
+        """`heap` is the JVM's -Xmx: 256m holds the tests' trees; 200k ledgers need more.
+        With `tls`, the port is a secureClientPort and there is no plain one."""
         self.root = root
         self.port = port or free_port()
         self.heap = heap
+        self.tls = tls
         self.process: subprocess.Popen[bytes] | None = None
 
     @classmethod
@@ -36,7 +95,8 @@ class ZooKeeperServer:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> ZooKeeperServer:
-        missing = [str(jar) for jar in JARS if not jar.exists()]
+        jars = JARS if self.tls is None else (*JARS, *NETTY_JARS)
+        missing = [str(jar) for jar in jars if not jar.exists()]
         java = shutil.which("java")
         if missing or java is None:
             raise RuntimeError(
@@ -44,11 +104,16 @@ class ZooKeeperServer:
                 f" (missing: {missing or 'java'}); scripts/test.sh installs them"
             )
         (self.root / "data").mkdir(parents=True, exist_ok=True)
-        (self.root / "zoo.cfg").write_text(
-            f"tickTime=500\ndataDir={self.root / 'data'}\nclientPort={self.port}\n"
-            "clientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxSessionTimeout=60000\n"
+        port = (
+            f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+            if self.tls is None
+            else self.tls.settings(self.port)
         )
-        classpath = ":".join([str(self.root), *map(str, JARS)])
+        (self.root / "zoo.cfg").write_text(
+            f"tickTime=500\ndataDir={self.root / 'data'}\n{port}"
+            "admin.enableServer=false\nmaxSessionTimeout=60000\n"
+        )
+        classpath = ":".join([str(self.root), *map(str, jars)])
         log = (self.root / "zookeeper.log").open("ab")
         self.process = subprocess.Popen(
             [
@@ -70,7 +135,8 @@ class ZooKeeperServer:
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"ZooKeeper exited; see {self.root / 'zookeeper.log'}")
-            client = KazooClient(hosts=self.hosts, timeout=2)
+            options = {} if self.tls is None else self.tls.client_options()
+            client = KazooClient(hosts=self.hosts, timeout=2, **options)
             try:
                 client.start(timeout=1)
                 return

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config import ServiceConfiguration, StoreUrl, parse_store_url
+from config.settings import zookeeper_tls
+from config.zookeeper_tls import ZooKeeperTls
 from core.clock import WallClock
 from core.errors import ConfigurationError
 from deletion.adapters.admin_api import AdminApiInUseLedgers
@@ -30,23 +32,26 @@ from transport.admin_http import AdminHttp
 @dataclass(frozen=True)
 class StoreSpec:
     """A store and how to reach it; `digest` (ZooKeeper's user:password) is taken from this
-    process's environment when the spec is made, and never shown."""
+    process's environment when the spec is made, and never shown. `tls` (ZooKeeper's, from
+    metadataStoreConfigPath) names PEM files: they are read where the store is opened."""
 
     url: StoreUrl
     timeout: float = 30.0
     digest: str = field(default_factory=digest_from_env, repr=False)
+    tls: ZooKeeperTls | None = None
 
     @classmethod
     def metadata(cls, config: ServiceConfiguration) -> StoreSpec:
         """Pulsar's metadata: metadataStoreUrl."""
-        return cls(parse_store_url(config.metadata_store_url), _timeout(config))
+        url = parse_store_url(config.metadata_store_url)
+        return cls(url, _timeout(config), tls=zookeeper_tls(config))
 
     @classmethod
     def ledgers(cls, config: ServiceConfiguration, url: str | None = None) -> StoreSpec:
         """The ledgers: `url` if given, else bookkeeperMetadataServiceUri, else the metadata
         store (where BookKeeper keeps them unless told otherwise)."""
         chosen = url or config.bookkeeper_metadata_service_uri or config.metadata_store_url
-        return cls(parse_store_url(chosen), _timeout(config))
+        return cls(parse_store_url(chosen), _timeout(config), tls=zookeeper_tls(config))
 
 
 def _timeout(config: ServiceConfiguration) -> float:
@@ -64,7 +69,7 @@ def _existing_file(spec: StoreSpec, what: str, create: bool) -> str:
 
 def _zookeeper(spec: StoreSpec, create: bool) -> ZooKeeperMetadataStore:
     return ZooKeeperMetadataStore.connect(
-        spec.url, spec.timeout, digest=spec.digest, create_chroot=create
+        spec.url, spec.timeout, digest=spec.digest, create_chroot=create, tls=spec.tls
     )
 
 

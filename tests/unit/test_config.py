@@ -70,7 +70,8 @@ def test_defaults_match_the_documented_values() -> None:
     assert config.clock_skew_allowance_seconds_of_two_phase_deletion == 10
     assert config.min_ledger_age_seconds_of_two_phase_deletion == 600
     assert config.ledger_deletion_schema_enabled_of_two_phase_deletion is True
-    assert len(loaded.sources) == len(SPECS) == 42
+    assert config.metadata_store_config_path == ""
+    assert len(loaded.sources) == len(SPECS) == 43
 
 
 def test_every_field_carries_key_type_default_and_doc() -> None:

@@ -24,6 +24,7 @@ from kazoo.interfaces import IAsyncResult
 from kazoo.security import CREATOR_ALL_ACL
 
 from config import StoreUrl
+from config.zookeeper_tls import ZooKeeperTls
 from core.errors import (
     ConfigurationError,
     JanitorError,
@@ -34,6 +35,7 @@ from core.errors import (
 from deletion.adapters.stores import zookeeper_multi_delete as multi_delete
 from deletion.adapters.stores.zookeeper_multiread import MultiReader, RequestFailedError
 from deletion.adapters.stores.zookeeper_select import SelectHandler
+from deletion.adapters.stores.zookeeper_tls_witness import TlsFailureWitness
 from deletion.domain.ports import ANY_VERSION, Deletion, MetadataStore, Node, Stat
 
 K = TypeVar("K")
@@ -77,24 +79,43 @@ def digest_from_env() -> str:
     return os.environ.get(DIGEST_ENV, "")
 
 
-def _client_options(digest: str) -> dict[str, Any]:
+def _client_options(digest: str, tls: ZooKeeperTls | None) -> dict[str, Any]:
     """Digest credentials, if any; the nodes we create are then ours alone, as BookKeeper
-    and Pulsar create theirs when ZooKeeper security is on (CREATOR_ALL_ACL)."""
+    and Pulsar create theirs when ZooKeeper security is on (CREATOR_ALL_ACL). TLS, if any
+    (config.zookeeper_tls): the PEM keystore is both kazoo's certfile and its keyfile."""
+    options: dict[str, Any] = {} if tls is None else _tls_options(tls)
     if not digest:
-        return {}
+        return options
     if ":" not in digest:
         raise ConfigurationError(f"{DIGEST_ENV} must be user:password")
-    return {"auth_data": [("digest", digest)], "default_acl": CREATOR_ALL_ACL}
+    return {**options, "auth_data": [("digest", digest)], "default_acl": CREATOR_ALL_ACL}
+
+
+def _tls_options(tls: ZooKeeperTls) -> dict[str, Any]:
+    return {
+        "use_ssl": True,
+        "certfile": tls.keystore,
+        "keyfile": tls.keystore,
+        "keyfile_password": tls.keystore_password or None,
+        "ca": tls.truststore,
+        "verify_certs": True,
+        "check_hostname": tls.verify_hostname,
+    }
 
 
 def _started(hosts: str, timeout: float, options: dict[str, Any]) -> KazooClient:
+    witness = TlsFailureWitness() if options.get("use_ssl") else None
+    if witness is not None:
+        options = {**options, "logger": witness.logger}
     client = KazooClient(hosts=hosts, timeout=timeout, handler=SelectHandler(), **options)
     try:
         client.start(timeout=timeout)
     except (KazooException, KazooTimeoutError) as exc:
+        client.stop()
         client.close()
         failure = TransientMetadataError if isinstance(exc, _TRANSIENT) else MetadataError
-        raise failure(f"cannot reach ZooKeeper at {hosts}: {exc!r}") from exc
+        reason = witness.reason() if witness is not None else ""
+        raise failure(f"cannot reach ZooKeeper at {hosts}: {reason or repr(exc)}") from exc
     return client
 
 
@@ -104,10 +125,12 @@ def connect_client(
     timeout: float = 15.0,
     digest: str | None = None,
     create_chroot: bool = True,
+    tls: ZooKeeperTls | None = None,
 ) -> KazooClient:
     """A started kazoo client under `chroot`, authenticated with the digest credentials
-    (`digest`, else this process's). Only with `create_chroot` is a missing chroot made."""
-    options = _client_options(digest_from_env() if digest is None else digest)
+    (`digest`, else this process's), over TLS if `tls`. Only with `create_chroot` is a
+    missing chroot made."""
+    options = _client_options(digest_from_env() if digest is None else digest, tls)
     if chroot and create_chroot:
         # kazoo resolves every path under the chroot, which must exist first.
         bare = _started(hosts, timeout, options)
@@ -203,8 +226,9 @@ class ZooKeeperMetadataStore(MetadataStore):
         timeout: float = 15.0,
         digest: str | None = None,
         create_chroot: bool = True,
+        tls: ZooKeeperTls | None = None,
     ) -> ZooKeeperMetadataStore:
-        client = connect_client(url.hosts, url.chroot, timeout, digest, create_chroot)
+        client = connect_client(url.hosts, url.chroot, timeout, digest, create_chroot, tls)
         return cls(client, owns_client=True, reply_timeout=2 * timeout)
 
     @property

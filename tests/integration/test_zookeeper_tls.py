@@ -1,0 +1,151 @@
+"""ZooKeeper over TLS (metadataStoreConfigPath), against a real ZooKeeper that has no plain
+port and requires a client certificate (harness.zookeeper.ServerTls)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from config import parse_store_url
+from config.zookeeper_tls import ZooKeeperTls
+from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+from deletion.domain.topics import NamespaceName, TopicName
+from harness.janitor import Backend, JanitorFactory, ZkLedgerFactory
+from harness.pki import MutualPki
+from harness.process import run_cli, start_sidecar, stop_sidecar, wait_until
+from harness.zookeeper import ServerTls, ZooKeeperServer, make_server_tls, pem_store
+from ledger_janitor.demo.embedded import EmbeddedBroker
+from tests.reliability.oracle import GroundTruth, pending
+from tests.reliability.raw_ledgers import ZooKeeperLedgers
+
+
+@pytest.fixture(scope="module")
+def secured(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ZooKeeperServer, MutualPki]]:
+    root = tmp_path_factory.mktemp("zookeeper-tls")
+    tls, pki = make_server_tls(root / "pki")
+    server = ZooKeeperServer(root / "server", tls=tls).start()
+    yield server, pki
+    server.stop()
+
+
+def client_file(directory: Path, keystore: Path | None, truststore: Path, **extra: str) -> Path:
+    """A ZooKeeper client properties file, as the broker's metadataStoreConfigPath names."""
+    lines = [
+        "zookeeper.client.secure=true",
+        "zookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+    ]
+    if keystore is not None:
+        lines += [f"zookeeper.ssl.keyStore.location={keystore}", "zookeeper.ssl.keyStore.type=PEM"]
+    lines += [
+        f"zookeeper.ssl.trustStore.location={truststore}",
+        "zookeeper.ssl.trustStore.type=PEM",
+    ]
+    lines += [f"{key.replace('_', '.')}={value}" for key, value in extra.items()]
+    path = directory / "zk-client.properties"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def tls_of(server: ZooKeeperServer) -> ServerTls:
+    assert server.tls is not None
+    return server.tls
+
+
+def test_the_sidecar_deletes_an_unreferenced_ledger_over_tls(
+    secured: tuple[ZooKeeperServer, MutualPki], broker: EmbeddedBroker, chroot: str, tmp_path: Path
+) -> None:
+    server, _ = secured
+    tls = tls_of(server)
+    url = f"zk:{server.hosts}{chroot}"
+    store = ZooKeeperMetadataStore.connect(
+        parse_store_url(url), tls=ZooKeeperTls(str(tls.client_store), str(tls.ca_file))
+    )
+    backend = Backend(
+        "zookeeper", url, store, BookKeeperLedgerStorage(store), ZkLedgerFactory(store)
+    )
+    properties = client_file(tmp_path, tls.client_store, tls.ca_file)
+    janitor = JanitorFactory(backend, broker.service_url, tmp_path)
+    try:
+        truth = GroundTruth(store, backend.factory)
+        seeded = truth.seed(TopicName(NamespaceName("acme", "tls"), "orders"), 3)
+        released = seeded.ledgers[:1]
+        # Phase one in this process, its stores opened through metadataStoreConfigPath.
+        sidecar = janitor.sidecar(metadata_store_config_path=str(properties))
+        sidecar.phase_one.enqueue_then_commit(
+            [pending(seeded.topic, i) for i in released],
+            partial(truth.release, seeded.topic, released),
+        )
+        raw = ZooKeeperLedgers(store.client)
+        assert set(released) <= raw.alive()
+        run = start_sidecar(
+            url,
+            broker.service_url,
+            metadataStoreConfigPath=properties,
+            sendDelaySecondsOfTwoPhaseDeletion=0,
+        )
+        try:
+            wait_until(lambda: not set(released) & raw.alive(), 60, "the deletion over TLS")
+        finally:
+            stderr = stop_sidecar(run)
+        assert set(seeded.ledgers[1:]) <= raw.alive(), stderr
+    finally:
+        janitor.close()
+        store.close()
+
+
+def _inspect(server: ZooKeeperServer, properties: Path) -> tuple[int, list[str], str]:
+    done = run_cli(
+        "cursor",
+        "inspect",
+        "persistent://acme/tls/orders",
+        "sub",
+        "--metadata-store",
+        f"zk:{server.hosts}",
+        "--set",
+        f"metadataStoreConfigPath={properties}",
+        "--set",
+        "operationTimeoutSeconds=3",
+        timeout=60,
+    )
+    return done.returncode, done.stderr.splitlines(), done.stdout
+
+
+@pytest.mark.parametrize(
+    "who", ["no certificate", "another CA's certificate", "another CA trusted"]
+)
+def test_a_refused_handshake_is_one_error_line_naming_tls(
+    secured: tuple[ZooKeeperServer, MutualPki], tmp_path: Path, who: str
+) -> None:
+    server, pki = secured
+    tls = tls_of(server)
+    keystore, truststore = {
+        "no certificate": (None, tls.ca_file),
+        "another CA's certificate": (pem_store(pki.foreign), tls.ca_file),
+        "another CA trusted": (tls.client_store, pki.foreign.cert_file),
+    }[who]
+    rc, lines, stdout = _inspect(server, client_file(tmp_path, keystore, truststore))
+    assert rc == 2 and len(lines) == 1 and stdout == "", lines
+    assert lines[0].startswith("error: ") and "TLS handshake failed: [SSL" in lines[0], lines
+
+
+@pytest.mark.parametrize("store", ["keyStore", "trustStore"])
+def test_a_jks_store_is_refused_when_loaded_with_the_command_converting_it(
+    secured: tuple[ZooKeeperServer, MutualPki], tmp_path: Path, store: str
+) -> None:
+    server, _ = secured
+    tls = tls_of(server)
+    jks = tmp_path / "client.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed")  # JKS magic: never opened, refused by its type
+    keystore, truststore = (jks, tls.ca_file) if store == "keyStore" else (tls.client_store, jks)
+    properties = client_file(tmp_path, keystore, truststore)
+    properties.write_text(properties.read_text().replace(f"{store}.type=PEM", f"{store}.type=JKS"))
+    rc, lines, stdout = _inspect(server, properties)
+    assert rc == 2 and len(lines) == 1 and stdout == "", lines
+    assert lines[0].startswith("error: metadataStoreConfigPath=") and "only PEM" in lines[0]
+    assert "keytool" in lines[0], lines
