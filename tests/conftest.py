@@ -29,8 +29,8 @@ from ledger_janitor.demo.embedded import EmbeddedBroker
 # test runs, so that a run killed on a time-out leaves no server behind).
 EXTERNAL_ZOOKEEPER_ENV = "LEDGER_JANITOR_TEST_ZOOKEEPER"
 
-# The cursor tests' fixtures, shared by tests/unit/cursor and tests/integration/cursor.
-pytest_plugins = ["harness.cursor_fixtures"]
+# Fixtures shared across folders: the cursor tests', and the ZooKeeper TLS server.
+pytest_plugins = ["harness.cursor_fixtures", "harness.zookeeper_tls_fixtures"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,9 +1,8 @@
 """ZooKeeper over TLS (metadataStoreConfigPath), against a real ZooKeeper that has no plain
-port and requires a client certificate (harness.zookeeper.ServerTls)."""
+port and requires a client certificate (harness.zookeeper_tls_fixtures)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -15,53 +14,18 @@ from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.janitor import Backend, JanitorFactory, ZkLedgerFactory
-from harness.pki import MutualPki
 from harness.process import run_cli, start_sidecar, stop_sidecar, wait_until
-from harness.zookeeper import ServerTls, ZooKeeperServer, make_server_tls, pem_store
+from harness.zookeeper import ZooKeeperServer, pem_store
+from harness.zookeeper_tls_fixtures import Secured, client_file
 from ledger_janitor.demo.embedded import EmbeddedBroker
 from tests.reliability.oracle import GroundTruth, pending
 from tests.reliability.raw_ledgers import ZooKeeperLedgers
 
 
-@pytest.fixture(scope="module")
-def secured(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[ZooKeeperServer, MutualPki]]:
-    root = tmp_path_factory.mktemp("zookeeper-tls")
-    tls, pki = make_server_tls(root / "pki")
-    server = ZooKeeperServer(root / "server", tls=tls).start()
-    yield server, pki
-    server.stop()
-
-
-def client_file(directory: Path, keystore: Path | None, truststore: Path, **extra: str) -> Path:
-    """A ZooKeeper client properties file, as the broker's metadataStoreConfigPath names."""
-    lines = [
-        "zookeeper.client.secure=true",
-        "zookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
-    ]
-    if keystore is not None:
-        lines += [f"zookeeper.ssl.keyStore.location={keystore}", "zookeeper.ssl.keyStore.type=PEM"]
-    lines += [
-        f"zookeeper.ssl.trustStore.location={truststore}",
-        "zookeeper.ssl.trustStore.type=PEM",
-    ]
-    lines += [f"{key.replace('_', '.')}={value}" for key, value in extra.items()]
-    path = directory / "zk-client.properties"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def tls_of(server: ZooKeeperServer) -> ServerTls:
-    assert server.tls is not None
-    return server.tls
-
-
 def test_the_sidecar_deletes_an_unreferenced_ledger_over_tls(
-    secured: tuple[ZooKeeperServer, MutualPki], broker: EmbeddedBroker, chroot: str, tmp_path: Path
+    secured: Secured, broker: EmbeddedBroker, chroot: str, tmp_path: Path
 ) -> None:
-    server, _ = secured
-    tls = tls_of(server)
+    server, tls, _ = secured
     url = f"zk:{server.hosts}{chroot}"
     store = ZooKeeperMetadataStore.connect(
         parse_store_url(url), tls=ZooKeeperTls(str(tls.client_store), str(tls.ca_file))
@@ -120,10 +84,9 @@ def _inspect(server: ZooKeeperServer, properties: Path) -> tuple[int, list[str],
     "who", ["no certificate", "another CA's certificate", "another CA trusted"]
 )
 def test_a_refused_handshake_is_one_error_line_naming_tls(
-    secured: tuple[ZooKeeperServer, MutualPki], tmp_path: Path, who: str
+    secured: Secured, tmp_path: Path, who: str
 ) -> None:
-    server, pki = secured
-    tls = tls_of(server)
+    server, tls, pki = secured
     keystore, truststore = {
         "no certificate": (None, tls.ca_file),
         "another CA's certificate": (pem_store(pki.foreign), tls.ca_file),
@@ -136,10 +99,9 @@ def test_a_refused_handshake_is_one_error_line_naming_tls(
 
 @pytest.mark.parametrize("store", ["keyStore", "trustStore"])
 def test_a_jks_store_is_refused_when_loaded_with_the_command_converting_it(
-    secured: tuple[ZooKeeperServer, MutualPki], tmp_path: Path, store: str
+    secured: Secured, tmp_path: Path, store: str
 ) -> None:
-    server, _ = secured
-    tls = tls_of(server)
+    server, tls, _ = secured
     jks = tmp_path / "client.jks"
     jks.write_bytes(b"\xfe\xed\xfe\xed")  # JKS magic: never opened, refused by its type
     keystore, truststore = (jks, tls.ca_file) if store == "keyStore" else (tls.client_store, jks)
