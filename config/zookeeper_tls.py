@@ -2,9 +2,12 @@
 
 Pulsar's broker names that file with `metadataStoreConfigPath` (apache/pulsar
 ServiceConfiguration.metadataStoreConfigPath, handed to the metadata store as
-MetadataStoreConfig.configFilePath; PulsarClusterMetadataSetup takes the same file as
-`--metadata-store-config-path`). For ZooKeeper it is a ZKClientConfig file, whose TLS keys
-are ZooKeeper's own (ZooKeeper Administrator's Guide, "Client configuration"):
+MetadataStoreConfig.configFilePath, as ZKMetadataStore and the other stores receive their
+configuration; PulsarClusterMetadataSetup takes the same file as
+`--metadata-store-config-path`). Its documentation there long said "supported by
+RocksdbMetadataStore for now": we read it as a ZooKeeper client configuration (the file
+ZKClientConfig(path) loads, as zkCli's `-client-configuration` does), whose TLS keys are
+ZooKeeper's own (ZooKeeper Administrator's Guide, "Client configuration"):
 
     zookeeper.client.secure=true
     zookeeper.ssl.keyStore.location=/etc/pulsar/zk-client.pem   # certificate + private key
