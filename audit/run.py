@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ from audit.schema import ORPHAN
 from audit.session import open_session
 from audit.units import plural
 from config import ServiceConfiguration
-from deletion.adapters.opening import StoreSpec, open_ledger_storage
+from deletion.adapters.opening import StoreSpec, open_ledger_storage, open_metadata_store
+from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
+from deletion.domain.topics import TopicName
 from producers.opening import open_phase_one
 
 
@@ -66,7 +69,13 @@ def run_command(
         if inventory is None:
             storage = open_ledger_storage(ledgers, create=False)
             stack.callback(storage.close)
-        result = run_audit(session.spark, options, progress, storage)
+        # ... and still missing ones against the metadata that referenced them, read again.
+        references_now = None
+        if references is None:
+            store = open_metadata_store(metadata, create=False)
+            stack.callback(store.close)
+            references_now = _references_now(MetadataInUseLedgers(store))
+        result = run_audit(session.spark, options, progress, storage, references_now)
         print_report(out, result.summary)
         if result.tiered is not None:
             print_tiered(out, result.tiered)
@@ -110,3 +119,12 @@ def _enqueue(config: ServiceConfiguration, rows: Any, total: int, progress: Scan
         progress.counter("enqueueing orphans", total) as advance,
     ):
         return enqueue_orphans(parts.phase_one, rows, advance=advance)
+
+
+def _references_now(source: MetadataInUseLedgers) -> Callable[[str], frozenset[int]]:
+    """The ledgers a topic (`tenant/namespace/local-name`) references now."""
+
+    def read(topic: str) -> frozenset[int]:
+        return source.fetch(TopicName.parse(topic)).ledger_ids
+
+    return read
