@@ -95,6 +95,14 @@ def test_the_admin_source_refused_says_why_and_is_not_retried(
     assert type(refused.value) is MetadataError  # not TransientMetadataError: no retrying
 
 
+def the_error_line(stderr: str) -> str:
+    """`run`'s one error line, the last on stderr: before it come only its JSON log lines
+    (the start-up line names what it uses)."""
+    *logged, line = stderr.splitlines()
+    assert all(json.loads(entry)["level"] for entry in logged), logged
+    return line
+
+
 @pytest.mark.parametrize(
     ("presented", "expected"),
     [
@@ -108,7 +116,7 @@ def test_run_without_a_certificate_the_broker_takes_stops_with_one_line(
     pair = tls_pulsar.pki.foreign if presented != "no certificate" else None
     done = run_cli(tls_pulsar, tmp_path, tls_pulsar.auth(pair))
     assert done.returncode == 2
-    (line,) = done.stderr.splitlines()
+    line = the_error_line(done.stderr)
     assert line.startswith("error: the broker at 127.0.0.1:"), line
     assert expected in line
     if pair is not None:
@@ -126,7 +134,7 @@ def test_run_with_a_wrong_oauth2_secret_stops_with_one_line(
                 "auth_params": json.dumps(params)}  # fmt: skip
         done = run_cli(tls_pulsar, tmp_path, auth)
     assert done.returncode == 2
-    (line,) = done.stderr.splitlines()
+    line = the_error_line(done.stderr)
     assert line.startswith(f"error: the OAuth2 issuer refused POST {issuer.url}/token: "), line
     assert line.endswith("HTTP 401 invalid_client"), line
     assert issuer.refused >= 1 and not issuer.granted
