@@ -69,9 +69,10 @@ class ServiceConfiguration:
         "minLedgerAgeSecondsOfTwoPhaseDeletion",
         "int",
         "Age every ledger must have had, when the in-use snapshot was read, before it is "
-        "deleted: Pulsar creates a ledger before it records it, within seconds (its own "
-        "timeouts bound it at about 2 minutes); 0 leaves schema ledgers being created "
-        "unprotected.",
+        "deleted, and the age at which an unreferenced one is: Pulsar records a ledger within "
+        "about 2 minutes of creating it or never, so an older one is an orphan for good; 0 "
+        "turns the rule off (then only a ledger below its own creator's newest goes, and "
+        "schema ledgers being created are unprotected).",
         minimum=0,
     )
     reconsume_later_seconds_of_two_phase_deletion: int = _setting(

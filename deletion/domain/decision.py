@@ -118,36 +118,69 @@ def decide_recordable(
     """Whether anything can still record a ledger that `snapshot`, read after the message was
     due, does not reference. Deletable only if nothing can.
 
-    Pulsar creates every ledger *before* it records it, and a topic has several creators
-    that work independently and at once: the managed ledger rolls over (create, then add
-    to `ManagedLedgerInfo`), each cursor switches ledgers (ManagedCursorImpl
-    `createNewMetadataLedger`: create, write the position, then `switchToNewLedger` records
-    `cursorsLedgerId`), and a schema put creates, writes and closes a ledger, then updates
-    the `SchemaLocator`. So a snapshot that does not reference a ledger proves nothing about
-    one being created, whatever its id: another creator's newer ledger may already be
-    recorded while this one is not yet (a cursor ledger 22 in creation while the managed
-    ledger records 23). Two rules, both required:
+    Pulsar creates every ledger *before* it records it, and a topic has several creators that
+    work independently and at once: the managed ledger rolls over (create, then add to
+    `ManagedLedgerInfo`), each cursor switches ledgers (create, write the position, then record
+    `cursorsLedgerId`), and a schema put creates, writes and closes a ledger, then updates the
+    `SchemaLocator`. So a snapshot that does not reference a ledger proves nothing about one
+    being created, whatever its id (a cursor ledger 22 in creation while the managed ledger
+    records 23). What does prove it is **the age rule**: the ledger's metadata znode was
+    created at least `min_ledger_age`, plus the clock-skew allowance (the store's clock is not
+    ours), before the snapshot was read. The age is taken at the snapshot, never now (a cached
+    snapshot may have been read while the ledger was young); an unknown age is not old.
 
-    1. **Its creator has moved past it.** A creator makes one ledger at a time and records it
-       or gives it up (a creation that outlives `managedLedgerMetadataOperationsTimeoutSeconds`
-       is failed and the late ledger deleted) before it makes the next, and BookKeeper hands
-       out ids in increasing order; so a ledger below the one its own creator last recorded
-       will never be recorded by it. The creator is named by the ledger's custom metadata
-       (checked first against the message, `check_ownership`): the managed ledger's list for a
-       data ledger; for a cursor ledger, the cursor `pulsar/cursor` names. A creator that is
-       gone cannot record anything: the topic's managed ledger absent (a re-created topic
-       starts a new one, whose ledgers are all newer), or the cursor absent (a cursor's znode
-       is written, with no ledger, before its first ledger is created:
-       ManagedCursorImpl.initialize). Schema ledgers have no such sequence; nor does a source
-       that does not report the creators (`creators` None), which vouches for nothing of an
-       existing topic.
-    2. **The age rule, for every ledger.** The ledger's metadata znode was created at least
-       `min_ledger_age` (plus the clock-skew allowance: the store's clock is not ours) before
-       the snapshot was read: the window between creating and recording is seconds, bounded by
-       Pulsar's own timeouts (60 s for a ledger creation, 30 s for a metadata write or a
-       BookKeeper add), so a ledger that old when the snapshot was read would have been
-       recorded in it. The age is taken at the snapshot, never now: a cached snapshot may have
-       been read while the ledger was young. An unknown age is not old.
+    Why an old ledger that a snapshot does not reference can never be recorded afterwards,
+    whatever its id, its creator or what that creator recorded since (Pulsar 4.0.8's source,
+    read in its sources jars; `min_ledger_age` defaults to 600 s):
+
+    - **Data ledgers** (managed-ledger/.../impl/ManagedLedgerImpl.java): a roll-over creates
+      the ledger through `asyncCreateLedger`, which schedules `checkAndCompleteLedgerOpTask`
+      after `managedLedgerMetadataOperationsTimeoutSeconds` (60 s): a creation that completes
+      later is answered by deleting the late ledger ("ledger creation timed-out, deleting
+      ledger"). The new ledger is then recorded by one conditional put of `ManagedLedgerInfo`
+      (`updateLedgersListAfterRollover` -> `MetaStoreImpl.asyncUpdateLedgerIds`); on any
+      failure `createComplete`'s `operationFailed` deletes it (a BadVersion also fences the
+      managed ledger), and nothing ever retries the record with the same ledger: the next add
+      creates another.
+    - **Cursor ledgers** (ManagedCursorImpl.java): `doCreateNewMetadataLedger` creates through
+      the same timed `asyncCreateLedger`, writes the position (a BookKeeper add, bounded by
+      `bookkeeperClientTimeoutInSeconds`, 30 s: BookKeeperClientFactoryImpl's add timeout),
+      then `switchToNewLedger` records `cursorsLedgerId` with one metadata put; a failed write
+      or put deletes the new ledger ("should be deleted to prevent leak"), and the cursor's
+      next switch creates another.
+    - **Schema ledgers** (pulsar-broker/.../service/schema/BookkeeperSchemaStorage.java):
+      `putSchema` creates, writes and closes a ledger, then puts the `SchemaLocator` with its
+      version; a put that loses that race is retried from the start with a *new* ledger (the
+      loser's is deleted by `updateSchemaLocator`, or leaked by `createSchemaLocator`), so a
+      losing ledger is never recorded. Its metadata znode is written when the creation
+      completes, so its age counts from there.
+    - **Owners**: a pending metadata put is retried only while the broker's ZooKeeper
+      connection is lost within its session (`metadataStoreSessionTimeoutMillis`, 30 s); on
+      expiry it fails and the ledger is deleted as above. A new owner of the topic rewrites
+      the managed ledger's znode when it opens it, so an old owner's late put fails on the
+      version.
+
+    So, with ZooKeeper serving, no ledger is recorded more than about two minutes (60 s +
+    30 s + one put) after its metadata znode was created: one older than `min_ledger_age`
+    when the snapshot was read, and absent from it, is an orphan for good: the zombie of a
+    creation whose broker crashed before recording it, on a topic that may never roll over
+    again or a cursor never acknowledged again. It is deleted, whatever its creator has
+    recorded since. A ledger younger than that is never deleted: it may be being created.
+    What the bound leaves out: a ZooKeeper ensemble that loses its quorum keeps its sessions,
+    so a broker's put pending since before such an outage may land right after it, however
+    long it lasted; and a compacted ledger has no bound at all (phase two of compaction has
+    no timeout), but no message may name one (`check_ownership`: its component is
+    `compacted-ledger`).
+
+    `min_ledger_age` 0 turns the age rule off (a store without creation times; the tests'
+    just-made ledgers). Then **the creator's own sequence** is the only guard
+    (`_creator_may_record`): a creator makes one ledger at a time and records it or gives it up
+    before it makes the next, and BookKeeper hands out ids in increasing order, so a ledger
+    below the one its own creator (named by the ledger's custom metadata, checked against the
+    message first) last recorded will never be recorded by it; a creator that is gone records
+    nothing. That guard keeps a zombie above its creator's newest ledger until the creator
+    moves past it (perhaps never), and cannot tell a schema ledger being created from a
+    leftover: it is a fallback, not the rule.
 
     A ledger whose BookKeeper metadata is gone (`record` None) can no longer be opened, so no
     broker can ever record it, whatever its age: what is left is at most an offloaded copy.
@@ -155,16 +188,18 @@ def decide_recordable(
     ledger_id = info.ledger_id
     if record is None:
         return Decision(Verdict.SAFE_TO_DELETE, f"ledger {ledger_id} is gone from BookKeeper")
-    creator = _creator_may_record(info, record, snapshot)
-    if creator is not None:
-        return Decision(Verdict.NOT_YET, creator)
+    if margins.min_ledger_age <= 0:
+        creator = _creator_may_record(info, record, snapshot)
+        if creator is not None:
+            return Decision(Verdict.NOT_YET, creator)
     return decide_age(ledger_id, record.ctime_ms, snapshot.fetched_at, margins)
 
 
 def _creator_may_record(
     info: PendingDeleteLedgerInfo, record: LedgerRecord, snapshot: TopicLedgers
 ) -> str | None:
-    """Why the ledger's creator may still record it (rule 1 above), or None if it cannot."""
+    """Why the ledger's creator may still record it (the fallback of `decide_recordable` when
+    the age rule is off), or None if it cannot."""
     ledger_id, topic = info.ledger_id, info.topic_name
     if not snapshot.exists or ledger_id in snapshot.ledger_ids:
         # No managed ledger: nothing of the topic can record it. Referenced by id (an
@@ -196,10 +231,10 @@ def _creator_may_record(
 def decide_age(
     ledger_id: int, created_ms: int | None, snapshot_at: EpochSeconds, margins: SafetyMargins
 ) -> Decision:
-    """The age rule (rule 2 of `decide_recordable`): old enough when the snapshot was read.
-    A too-young ruling says when the ledger will be old enough (`old_at`). A minimum age of 0
-    turns the rule off (a store whose creation times are conservative, as etcd's revision
-    clock, may date a ledger after the snapshot); an unknown age is still not old."""
+    """The age rule of `decide_recordable`: old enough when the snapshot was read. A too-young
+    ruling says when the ledger will be old enough (`old_at`). A minimum age of 0 turns the
+    rule off (a store whose creation times are conservative, as etcd's revision clock, may
+    date a ledger after the snapshot); an unknown age is still not old."""
     if created_ms is None:
         return Decision(Verdict.NOT_YET, f"the age of ledger {ledger_id} is unknown")
     age = snapshot_at - created_ms / 1000.0 - margins.clock_skew

@@ -113,6 +113,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.enqueued: set[int] = set()  # every ledger a message was sent for
         self.hostile: set[int] = set()  # named by a message that must never delete it
         self.leaked: set[Trim] = set()
+        self.zombies: set[int] = set()  # created, never recorded, enqueued: must be deleted
 
     def wall(self) -> EpochSeconds:
         return EpochSeconds(self.clock())
@@ -334,4 +335,5 @@ class ProtocolMachine(RuleBasedStateMachine):
         unreleased = self.enqueued - self.released
         assert unreleased <= archived and not unreleased & deleted
         assert not (self.hostile - self.released) & deleted
+        assert self.zombies <= deleted, f"old orphans not reclaimed: {self.zombies - deleted}"
         self.nothing_referenced_is_gone()

@@ -185,6 +185,22 @@ class Protocol(ProtocolMachine):
         self.truth.set_ledgers(topic, [*self.truth[topic].ledgers, ledger])
         assert ledger in self.raw.alive()
 
+    @rule(topic=st.sampled_from(TOPICS), creator=st.sampled_from(CREATORS))
+    def a_zombie_is_enqueued(self, topic: TopicName, creator: Creator) -> None:
+        """A broker created a ledger and died before recording it (BookKeeper's "zombie"):
+        above what its creator recorded, and the topic may never roll over again, nor the
+        cursor switch again. The audit enqueues it. Young, it may be being created, so it
+        stays (the invariant); once older than the age rule nothing can record it, so it
+        must be deleted, never archived as "may still be creating it" (the teardown)."""
+        if not self.truth[topic].exists:
+            return
+        ledger = self.truth.new_ledger(topic, creator[0], creator[1] or "")
+        self.phase_one.enqueue([pending(topic, ledger, creator[0])])
+        self.enqueued.add(ledger)
+        self.released.add(ledger)  # referenced by nothing, ever: it may go once old
+        self.zombies.add(ledger)
+        note(f"a zombie of {creator[0].value}")
+
     @rule(
         topic=st.sampled_from(TOPICS),
         worker=st.integers(0, 1),

@@ -1,6 +1,7 @@
 """Whether anything can still record a ledger no snapshot references (`decide_recordable`):
-its own creator's sequence and the age rule, for every pairing of a ledger being created by
-one of a topic's creators while another has already recorded a newer one."""
+the age rule, for every pairing of a ledger being created by one of a topic's creators while
+another has already recorded a newer one; every old orphan goes, whatever its creator has
+recorded since; and, with the age rule off, the creator's own sequence as the fallback."""
 
 from __future__ import annotations
 
@@ -109,10 +110,14 @@ def test_with_no_age_rule_the_creator_alone_still_keeps_data_and_cursor_ledgers(
 def test_the_issue_scenario_says_why() -> None:
     decision = judged(22, SUB, topic_with(ML), 5.0, DEFAULT)
     assert decision.reason == (
+        "ledger 22 is too young (0s of 600s) to delete while it may still be recorded"
+    )
+    decision = judged(22, SUB, topic_with(ML), 5.0, NO_AGE)
+    assert decision.reason == (
         "cursor 'sub' of t5/ns5/orders has recorded no ledger after 22 (its ledger is 5): "
         "it may still be creating it"
     )
-    decision = judged(22, ML, topic_with(SUB), 5.0, DEFAULT)
+    decision = judged(22, ML, topic_with(SUB), 5.0, NO_AGE)
     assert decision.reason == (
         "the managed ledger of t5/ns5/orders has recorded no ledger after 22 (its newest is 10):"
         " it may still be creating it"
@@ -135,23 +140,42 @@ def test_a_schema_ledger_goes_by_its_age_alone() -> None:
     assert judged(22, SCHEMAS, topic_with(None), 611.0, DEFAULT).verdict is Verdict.SAFE_TO_DELETE
 
 
+@pytest.mark.parametrize("recorded", [None, ML, SUB, OTHER, SCHEMAS])
+@pytest.mark.parametrize("creator", [ML, SUB, OTHER])
+def test_an_old_zombie_above_its_creators_newest_goes(creator: Creator, recorded: Creator) -> None:
+    """A crash between creating and recording leaves a ledger above what its creator last
+    recorded; the topic may never roll over again, the cursor never switch again. Older than
+    the age rule, nothing can record it any more (Pulsar's own timeouts): it goes."""
+    for age in (611.0, 86_400.0):
+        decision = judged(40, creator, topic_with(recorded), age, DEFAULT)
+        assert decision.verdict is Verdict.SAFE_TO_DELETE, decision.reason
+    # Just younger than the rule: it may still be being created, so it stays.
+    young = judged(40, creator, topic_with(recorded), 609.0, DEFAULT)
+    assert young.verdict is Verdict.NOT_YET and "too young" in young.reason
+
+
 @pytest.mark.parametrize("creator", [ML, SUB])
-def test_an_old_ledger_its_live_creator_has_not_moved_past_is_kept(creator: Creator) -> None:
-    """A crash between creating and recording leaves such a ledger; it goes once its creator
-    records a newer one (the next roll-over, the cursor's next switch), never before."""
-    decision = judged(22, creator, topic_with(None), 86_400.0, DEFAULT)
+def test_with_the_age_rule_off_an_old_ledger_its_live_creator_has_not_moved_past_is_kept(
+    creator: Creator,
+) -> None:
+    """The fallback guard: it goes once its creator records a newer one, never before."""
+    decision = judged(22, creator, topic_with(None), 86_400.0, NO_AGE)
     assert decision.verdict is Verdict.NOT_YET and "may still be creating it" in decision.reason
 
 
 def test_a_cursor_with_no_ledger_yet_may_be_creating_its_first() -> None:
     snapshot = TopicLedgers(TOPIC, True, frozenset({10}), DUE, creators=Creators(10, {"sub": -1}))
-    decision = judged(7, SUB, snapshot, 86_400.0, DEFAULT)
+    assert judged(7, SUB, snapshot, 5.0, DEFAULT).verdict is Verdict.NOT_YET
+    assert judged(7, SUB, snapshot, 86_400.0, DEFAULT).verdict is Verdict.SAFE_TO_DELETE
+    decision = judged(7, SUB, snapshot, 86_400.0, NO_AGE)
     assert decision.verdict is Verdict.NOT_YET and "its ledger is -1" in decision.reason
 
 
 def test_a_managed_ledger_with_no_ledger_yet_may_be_creating_its_first() -> None:
     snapshot = TopicLedgers(TOPIC, True, frozenset(), DUE, creators=Creators(None, {}))
-    decision = judged(7, ML, snapshot, 86_400.0, DEFAULT)
+    assert judged(7, ML, snapshot, 5.0, DEFAULT).verdict is Verdict.NOT_YET
+    assert judged(7, ML, snapshot, 86_400.0, DEFAULT).verdict is Verdict.SAFE_TO_DELETE
+    decision = judged(7, ML, snapshot, 86_400.0, NO_AGE)
     assert decision.verdict is Verdict.NOT_YET and "its newest is None" in decision.reason
 
 
@@ -163,13 +187,15 @@ def test_a_gone_creator_records_nothing_and_the_age_rule_decides() -> None:
     for snapshot, creator in ((gone_topic, ML), (gone_topic, SUB), (gone_cursor, SUB)):
         assert judged(22, creator, snapshot, 5.0, DEFAULT).verdict is Verdict.NOT_YET
         assert judged(22, creator, snapshot, 611.0, DEFAULT).verdict is Verdict.SAFE_TO_DELETE
+        assert judged(22, creator, snapshot, 5.0, NO_AGE).verdict is Verdict.SAFE_TO_DELETE
 
 
-def test_a_source_that_cannot_name_the_creators_vouches_for_nothing_of_a_live_topic() -> None:
+def test_a_source_that_cannot_name_the_creators_needs_the_age_rule() -> None:
     snapshot = TopicLedgers(TOPIC, True, frozenset({10, 23}), DUE)
-    decision = judged(22, ML, snapshot, 86_400.0, DEFAULT)
+    assert judged(22, ML, snapshot, 86_400.0, DEFAULT).verdict is Verdict.SAFE_TO_DELETE
+    decision = judged(22, ML, snapshot, 86_400.0, NO_AGE)
     assert decision.verdict is Verdict.NOT_YET and "cannot tell" in decision.reason
-    assert judged(22, SCHEMAS, snapshot, 86_400.0, DEFAULT).verdict is Verdict.SAFE_TO_DELETE
+    assert judged(22, SCHEMAS, snapshot, 86_400.0, NO_AGE).verdict is Verdict.SAFE_TO_DELETE
 
 
 def test_a_ledger_gone_from_bookkeeper_can_never_be_recorded() -> None:
@@ -186,9 +212,10 @@ def test_check_ledger_still_in_use_false_skips_neither_rule(check: bool) -> None
     )
     snapshot = topic_with(ML)
     assert decide_in_use(message, snapshot, DUE).verdict is Verdict.SAFE_TO_DELETE
-    for age in (5.0, 86_400.0):
-        kept = decide_recordable(message, record(22, SUB, age), snapshot, DEFAULT)
-        assert kept.verdict is Verdict.NOT_YET
+    young = decide_recordable(message, record(22, SUB, 5.0), snapshot, DEFAULT)
+    assert young.verdict is Verdict.NOT_YET
+    unsequenced = decide_recordable(message, record(22, SUB, 86_400.0), snapshot, NO_AGE)
+    assert unsequenced.verdict is Verdict.NOT_YET
 
 
 @settings(max_examples=400, deadline=None)
@@ -200,7 +227,7 @@ def test_check_ledger_still_in_use_false_skips_neither_rule(check: bool) -> None
     age=st.floats(-100, 100_000),
     margins=st.sampled_from([DEFAULT, SHORT, NO_AGE]),
 )
-def test_deletable_only_if_old_enough_and_past_its_own_creator(
+def test_deletable_exactly_when_unreferenced_and_old_or_past_its_creator_without_age_rule(
     ledger_id: int,
     creator: Creator,
     recorded: Creator | None,
@@ -208,21 +235,25 @@ def test_deletable_only_if_old_enough_and_past_its_own_creator(
     age: float,
     margins: SafetyMargins,
 ) -> None:
-    """The rule, restated from the topic's layout (not from the product's helpers)."""
+    """The rule, restated from the topic's layout (not from the product's helpers), both ways:
+    nothing young or referenced is deleted, and every unreferenced old ledger is."""
     snapshot = topic_with(recorded, newer)
     decision = judged(ledger_id, creator, snapshot, age, margins)
-    if decision.verdict is not Verdict.SAFE_TO_DELETE:
-        return
-    assert ledger_id not in snapshot.ledger_ids
     created_ms = record(ledger_id, creator, age).ctime_ms
     assert created_ms is not None
-    if margins.min_ledger_age > 0:  # 0: no age rule
-        assert DUE - created_ms / 1000 - margins.clock_skew >= margins.min_ledger_age
     data = [10, newer] if recorded == ML else [10]
     cursors = {"sub": 5, "other": 6}
     if recorded in (SUB, OTHER):
         cursors[recorded[1]] = newer
-    if creator == ML:
-        assert ledger_id < max(data)
+    schemas = [4, newer] if recorded == SCHEMAS else [4]
+    referenced = ledger_id in {*data, *cursors.values(), *schemas}
+    if margins.min_ledger_age > 0:
+        old = DUE - created_ms / 1000 - margins.clock_skew >= margins.min_ledger_age
+        expected = not referenced and old
+    elif creator == ML:
+        expected = not referenced and ledger_id < max(data)
     elif creator in (SUB, OTHER):
-        assert ledger_id < cursors[creator[1]]
+        expected = not referenced and ledger_id < cursors[creator[1]]
+    else:
+        expected = not referenced
+    assert (decision.verdict is Verdict.SAFE_TO_DELETE) is expected, decision.reason

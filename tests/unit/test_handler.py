@@ -8,6 +8,7 @@ import pytest
 from consumers.received import not_before_seconds
 from core.errors import MetadataError, TransientLedgerStorageError, TransientMetadataError
 from deletion.domain import message
+from deletion.domain.decision import SafetyMargins
 from deletion.domain.outcome import Outcome
 from deletion.domain.ports import LedgerRecord
 from deletion.domain.topics import TopicName
@@ -138,7 +139,17 @@ def test_a_young_ledger_waits_once_for_exactly_as_long_as_it_still_needs(rig: Ri
     assert retry[2]["DELAY_TIME"] == str((3600 + 10 - 600) * 1000)
 
 
-def test_a_ledger_above_the_managed_ledgers_newest_is_kept_however_old(rig: Rig) -> None:
+def test_an_old_ledger_above_the_managed_ledgers_newest_is_deleted(rig: Rig) -> None:
+    """A zombie: created, never recorded, and the topic never rolled over since. Older than
+    the age rule, nothing can record it any more."""
+    rig.storage.records[12] = _record(12)  # created at the epoch
+    (result,) = rig.handle_batch(_info(12))
+    assert result.outcome is Outcome.DELETED, result.reason
+    assert rig.storage.deleted == [12]
+
+
+def test_with_the_age_rule_off_a_ledger_above_the_newest_is_kept_however_old(rig: Rig) -> None:
+    rig.margins = SafetyMargins(send_delay=60, clock_skew=10, min_ledger_age=0)
     rig.storage.records[12] = _record(12)  # created at the epoch
     (result,) = rig.handle_batch(_info(12))
     assert result.outcome is Outcome.RECONSUMED
