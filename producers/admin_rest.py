@@ -11,11 +11,15 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 import httpx
+import structlog
 
 from core.errors import MetadataError, TransientMetadataError
 from deletion.adapters.admin_api import rest_path
 from deletion.domain.topics import NamespaceName, TopicName, java_url_encode
 from transport.admin_http import AdminHttp
+from transport.schema_registration import Register
+
+log = structlog.get_logger(__name__)
 
 
 class AdminRest:
@@ -45,6 +49,27 @@ class AdminRest:
         if response.status_code in (429, 502, 503, 504):
             raise self._error(response)
         return response.status_code
+
+    def schema_registrar(self, definition: Mapping[str, Any]) -> Register:
+        """Registers `definition` on a topic with one admin call (one put in the broker's
+        registry, however many partitions the topic has): see transport/schema_registration.py.
+        True when the registry holds it or holds another (409: the producer then says so);
+        False when this broker would not (no rights, no such endpoint): the client then
+        registers it through the topic's first partition."""
+
+        def register(topic: str) -> bool:
+            status = self.post_schema(TopicName.parse(topic), definition)
+            if status < 400 or status == 409:
+                return True
+            log.warning(
+                "the broker did not register our schema through its admin API; "
+                "registering it through the topic's first partition",
+                topic=topic,
+                status=status,
+            )
+            return False
+
+        return register
 
     def namespace_policy(self, namespace: NamespaceName, policy: str) -> Any:
         """A namespace policy's JSON; None when none is set (204, or 404 on older brokers)."""

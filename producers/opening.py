@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pulsar
@@ -24,7 +25,7 @@ from producers.topic_setup import AdminTopicSetup, ClientTopicSetup, PreparedNam
 from transport import client as broker
 from transport.admin_http import AdminHttp
 from transport.producer_pool import ProducerPool
-from transport.schema import declare
+from transport.schema import declare, register_declared
 
 
 @dataclass(frozen=True)
@@ -58,15 +59,18 @@ def open_phase_one(
             stack.callback(metadata.close)
         client = broker.connect(config, client_log)
         stack.callback(client.close)
-        schema = None
-        if config.ledger_deletion_schema_enabled_of_two_phase_deletion:
-            schema = message.SCHEMA_DEFINITION
-            declare(client, schema)
         admin = open_admin(config)
         if admin is not None:
             stack.callback(admin.close)
+        if config.ledger_deletion_schema_enabled_of_two_phase_deletion:
+            schema = message.SCHEMA_DEFINITION
+            declare(client, schema, admin.schema_registrar(schema) if admin is not None else None)
         setup = (
-            AdminTopicSetup(admin, config.ledger_deletion_parallelism_of_two_phase_deletion, schema)
+            AdminTopicSetup(
+                admin,
+                config.ledger_deletion_parallelism_of_two_phase_deletion,
+                partial(register_declared, client),
+            )
             if admin is not None
             else ClientTopicSetup(client)
         )

@@ -21,11 +21,10 @@ Java's `DeadLetterPolicy.initialSubscriptionName` names one on the dead-letter t
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import pulsar
-import structlog
 
 from deletion.domain.topics import (
     ARCHIVE_SUBSCRIPTION,
@@ -38,7 +37,6 @@ from producers.admin_rest import AdminRest
 from transport.client import translate
 from transport.schema import subscribe
 
-log = structlog.get_logger(__name__)
 EARLIEST = {"ledgerId": -1, "entryId": -1}  # MessageId.earliest, as ResetCursorData
 
 
@@ -60,31 +58,25 @@ Pairs = Callable[[NamespaceName], list[tuple[str, str]]]
 
 
 class AdminTopicSetup:
-    """With `schema`, the topics' schema is registered once, before anything connects.
-    Otherwise the partitions' first producers and consumers each ask the registry at once,
-    and a real 4.0 broker then stores one ledger per request and records one of them in the
-    schema locator: the rest leak (seen on the real broker,
-    tests/real_pulsar/test_phase_one.py). `POST /admin/v2/schemas/{tenant}/{ns}/{topic}/schema`
-    (SchemasResource.postSchema, a PostSchemaPayload) stores it once; the same definition
-    again is no new version, and a topic holding another answers 409, left to the producer."""
+    """The partitioned deletion topic, the namespace's topics' schema and the subscriptions,
+    through the admin API. `register(topic)` registers our schema on a topic once
+    (transport/schema_registration.py): for all three topics whichever `pairs` are made, so
+    that a Java peer finds it before any message, and so that no partition's first consumer
+    or producer registers it (the worker's consumers once did, and leaked ledgers)."""
 
     def __init__(
-        self, admin: AdminRest, partitions: int, schema: Mapping[str, Any] | None = None
+        self, admin: AdminRest, partitions: int, register: Callable[[str], None] | None = None
     ) -> None:
         self._admin = admin
         self._partitions = partitions
-        self._schema = schema
+        self._register = register
 
     def __call__(self, namespace: NamespaceName, pairs: Pairs = subscriptions) -> None:
         deletion = TopicName(namespace, DELETION_TOPIC)
         self._admin.put(deletion, "partitions", self._partitions, also_ok=(409,))
-        if self._schema is not None:
-            for topic, _ in pairs(namespace):
-                status = self._admin.post_schema(TopicName.parse(topic), self._schema)
-                if status >= 400 and status != 409:
-                    log.warning(
-                        "the broker did not register our schema", topic=topic, status=status
-                    )
+        if self._register is not None:
+            for topic, _ in subscriptions(namespace):
+                self._register(topic)
         for topic, subscription in pairs(namespace):
             operation = f"subscription/{subscription}"
             self._admin.put(TopicName.parse(topic), operation, EARLIEST, also_ok=(409,))
@@ -97,7 +89,7 @@ class ClientTopicSetup:
     def __call__(self, namespace: NamespaceName, pairs: Pairs = subscriptions) -> None:
         for topic, subscription in pairs(namespace):
             try:
-                # With our schema: on a new topic it is registered before the first send.
+                # With our schema: registered once, before the first send.
                 consumer = subscribe(
                     self._client,
                     topic,

@@ -30,6 +30,7 @@ from pulsar.schema import BytesSchema, Schema
 
 from core.errors import BrokerError, TransientBrokerError
 from transport.client import translate
+from transport.schema_registration import Register, Registration, base_topic
 
 log = structlog.get_logger(__name__)
 _NO_WRITER = "no AVRO writer schema in the registry; the message is read by its first byte"
@@ -47,8 +48,9 @@ class Written:
 class DeclaredAvroSchema(Schema):  # type: ignore[misc]  # pulsar ships no type hints
     """An AVRO schema declared to the broker for payloads we encode and decode ourselves."""
 
-    def __init__(self, definition: Mapping[str, Any]) -> None:
+    def __init__(self, definition: Mapping[str, Any], register: Register | None = None) -> None:
         super().__init__(bytes, _pulsar.SchemaType.AVRO, dict(definition), str(definition["name"]))
+        self.registration = Registration(register)
         self._client: Any = None
         self._writers: dict[tuple[str, int], Mapping[str, Any] | None] = {}
         self._lock = threading.Lock()
@@ -78,7 +80,7 @@ class DeclaredAvroSchema(Schema):  # type: ignore[misc]  # pulsar ships no type 
         and caches nothing: the message is handed back and asks again, rather than be read
         with a guessed schema."""
         # The registry keeps one schema per topic, partitions included (`getSchemaName`).
-        key = (_base_topic(topic), version)
+        key = (base_topic(topic), version)
         with self._lock:
             if key in self._writers:
                 return self._writers[key]
@@ -109,31 +111,44 @@ def _avro_definition(info: Any) -> Mapping[str, Any] | None:
     return definition if isinstance(definition, dict) else None
 
 
-def _base_topic(topic: str) -> str:
-    """Java's `TopicName.getPartitionIndex`: only the canonical digits of an int make a
-    partition (`t-partition-01` is a topic of its own)."""
-    head, sep, tail = topic.rpartition("-partition-")
-    canonical = tail.isdigit() and str(int(tail)) == tail and int(tail) < 2**31
-    return head if sep and canonical else topic
-
-
 # Which schema each client's producers and consumers declare: set once where the client is
 # made (the wiring knows the definition; this layer may not import it), read wherever a
 # producer or consumer is made, so the consumers' call sites need no new parameter.
 _DECLARED: weakref.WeakKeyDictionary[pulsar.Client, Schema] = weakref.WeakKeyDictionary()
 
 
-def declare(client: pulsar.Client, definition: Mapping[str, Any] | None) -> None:
-    """Have `client`'s producers and consumers of payloads declare `definition` (None: none)."""
+def declare(
+    client: pulsar.Client,
+    definition: Mapping[str, Any] | None,
+    register: Register | None = None,
+) -> None:
+    """Have `client`'s producers and consumers of payloads declare `definition` (None: none),
+    each topic's schema registered first, once (transport/schema_registration.py): through
+    `register` if given and open to us, else through one partition."""
     if definition is None:
         _DECLARED.pop(client, None)
     else:
-        _DECLARED[client] = DeclaredAvroSchema(definition)
+        _DECLARED[client] = DeclaredAvroSchema(definition, register)
 
 
 def declared(client: pulsar.Client) -> Schema:
     """The schema `client`'s producers and consumers declare: BytesSchema (none) by default."""
     return _DECLARED.get(client) or BytesSchema()
+
+
+def register_declared(client: pulsar.Client, topic: str) -> None:
+    """Register `client`'s declared schema on `topic` now, unless this process did already
+    (nothing when it declares none). Without a registrar open to us, a partitioned topic's
+    first partition gets a producer of ours for a moment, which registers it."""
+    schema = declared(client)
+    if not isinstance(schema, DeclaredAvroSchema):
+        return
+    try:
+        schema.registration.ensure(
+            client, [topic], lambda one: client.create_producer(one, schema=schema)
+        )
+    except pulsar.PulsarException as exc:
+        raise translate(exc, f"register our schema on {topic}") from exc
 
 
 def subscribe(
@@ -147,6 +162,13 @@ def subscribe(
     declaring, so such a consumer subscribes without one, and says so.
     """
     schema = declared(client)
+    if isinstance(schema, DeclaredAvroSchema):
+        topics = [topic] if isinstance(topic, str) else topic
+        schema.registration.ensure(
+            client,
+            topics,
+            lambda one: client.subscribe(one, subscription, schema=schema, **options),
+        )
     try:
         return client.subscribe(topic, subscription, schema=schema, **options)
     except pulsar.IncompatibleSchema as exc:
@@ -172,6 +194,10 @@ def create_producer(client: pulsar.Client, topic: str, **options: Any) -> Any:
     what it holds.
     """
     schema = declared(client)
+    if isinstance(schema, DeclaredAvroSchema):
+        schema.registration.ensure(
+            client, [topic], lambda one: client.create_producer(one, schema=schema, **options)
+        )
     try:
         return client.create_producer(topic, schema=schema, **options)
     except pulsar.IncompatibleSchema as exc:
@@ -197,7 +223,7 @@ def create_producer(client: pulsar.Client, topic: str, **options: Any) -> Any:
 def _registered(client: pulsar.Client, topic: str) -> tuple[str, str] | None:
     """The type and record name of the topic's latest schema; None if the registry cannot say."""
     try:
-        info = client._client.get_schema_info(_base_topic(topic), -1)
+        info = client._client.get_schema_info(base_topic(topic), -1)
     except pulsar.PulsarException:
         return None
     kind = str(info.schema_type()).rsplit(".", 1)[-1]
