@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pulsar
+import structlog
 
 from config import ServiceConfiguration
 from deletion.adapters.opening import StoreSpec, open_metadata_store
@@ -25,6 +26,8 @@ from transport import client as broker
 from transport.admin_http import AdminHttp
 from transport.producer_pool import ProducerPool
 from transport.schema import declare
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,19 @@ def open_admin(config: ServiceConfiguration) -> AdminRest | None:
     return AdminRest(http) if http is not None else None
 
 
+def close_client(client: pulsar.Client) -> None:
+    """Close the client; a broker that does not answer the close is said, not raised.
+
+    What was sent is settled by then (each send acknowledged or not), and a command must
+    still report it. Against a broker that stopped answering, a producer's close times out,
+    and the client's close then raises AlreadyClosed: `enqueue` said `error: AlreadyClosed`
+    instead of which ledgers it had enqueued."""
+    try:
+        client.close()
+    except pulsar.PulsarException as exc:
+        log.warning("closing the broker client failed", error=f"{type(exc).__name__}: {exc}")
+
+
 @contextmanager
 def open_phase_one(
     config: ServiceConfiguration,
@@ -57,7 +73,7 @@ def open_phase_one(
             metadata = open_metadata_store(StoreSpec.metadata(config))
             stack.callback(metadata.close)
         client = broker.connect(config, client_log)
-        stack.callback(client.close)
+        stack.callback(close_client, client)
         schema = None
         if config.ledger_deletion_schema_enabled_of_two_phase_deletion:
             schema = message.SCHEMA_DEFINITION

@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
+from config import ServiceConfiguration
 from core.errors import BrokerError, EnqueueError
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.namespaces import NamespaceRegistry
 from deletion.domain.topics import NamespaceName, TopicName
+from producers.opening import open_phase_one
 from producers.phase_one import PhaseOne
 
 WAIT = 0.2  # phase one's wait for the acknowledgements, cut short for the tests
@@ -207,3 +210,19 @@ def test_a_failed_message_does_not_stop_the_next_one_of_its_namespace(
     sent = phase_one.enqueue_each([pending(51), pending(52)])
     assert [s.enqueued for s in sent] == [False, True]
     assert len(pool.tries) == 2
+
+
+def test_closing_phase_one_says_a_failed_client_close_and_does_not_raise(tmp_path: Path) -> None:
+    """Against a broker that stopped answering, a producer's close times out and the
+    client's close then raises AlreadyClosed (seen on pulsar-lite stopped with SIGSTOP):
+    `enqueue` printed `error: AlreadyClosed` instead of the ledgers it had enqueued. Here the
+    client is closed first, so that its close at the end raises the same, every time."""
+    config = ServiceConfiguration().with_overrides(
+        broker_service_url="pulsar://127.0.0.1:9", metadata_store_url=f"sqlite:{tmp_path}/m.db"
+    )
+    store = SqliteMetadataStore(tmp_path / "m.db")
+    with capture_logs() as logged, open_phase_one(config, store, tmp_path / "client.log") as parts:
+        parts.client.close()
+    store.close()
+    (said,) = [line for line in logged if line["event"] == "closing the broker client failed"]
+    assert said["log_level"] == "warning" and "AlreadyClosed" in said["error"]
