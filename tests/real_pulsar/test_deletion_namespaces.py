@@ -35,10 +35,12 @@ def test_a_namespace_the_broker_refuses_does_not_keep_run_from_the_others(
         ours = str(real_namespace)
         wait_until(lambda: (run.sample(received, namespace=ours) or 0) >= 1, 120, "a receipt")
         assert run.sample("ledger_janitor_watched_namespaces") == 1
-        assert run.status("/ready") == 200
+        wait_until(lambda: run.status("/ready") == 200, 60, "readiness")
         run.terminate()
     refused = [e for e in run.events() if e["event"].startswith("cannot subscribe")]
-    assert [(e["topic"], e["level"]) for e in refused] == [(typo.deletion_topic, "warning")]
+    assert refused and {(e["topic"], e["level"]) for e in refused} == {
+        (typo.deletion_topic, "warning")
+    }  # said once, and again only if the broker's answer changes
     assert "TopicNotFound" in refused[0]["error"]
     (started,) = [e for e in run.events() if e["event"] == "worker running"]
     assert started["namespaces"] == [ours]
