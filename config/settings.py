@@ -260,7 +260,9 @@ class ServiceConfiguration:
         (),
         "deletionNamespaces",
         "namespaces",
-        "Namespaces to clean, as comma-separated tenant/namespace.",
+        "Namespaces `run` works, as comma-separated tenant/namespace: exactly these when set "
+        "(a pilot; `archive list|drain` without --namespace read these too); empty = every "
+        "namespace with a deletion topic. Phase one (`enqueue`, the audit) sends to any.",
     )
     auth_plugin: str = _setting(
         "", "authPlugin", "str", "Client authentication plugin class; empty = none."

@@ -70,6 +70,7 @@ class DeletionWorker:
         self.stats = WorkerStats()
         self._observer = Observers([self.stats, *observers])
         self._consumers: dict[NamespaceName, Any] = {}
+        self._refused: dict[NamespaceName, pulsar.PulsarException] = {}
         self._gate: EarlyDeliveryGate[Arrival] = EarlyDeliveryGate(settings.max_held_early)
         # Bounded: a full queue stops the receiving, and so the broker's deliveries.
         self._due: queue.Queue[list[Arrival]] = queue.Queue(settings.parallelism)
@@ -79,7 +80,13 @@ class DeletionWorker:
         self._in_flight: dict[int, Sequence[Arrival]] = {}
 
     def start(self) -> None:
+        """Subscribe, then start the threads. Raises what the broker answered when there are
+        namespaces to watch and not one could be subscribed: nothing would be worked."""
         self.refresh_subscriptions()
+        with self._lock:
+            refused, subscribed = list(self._refused.values()), bool(self._consumers)
+        if refused and not subscribed:
+            raise refused[0]
         for i in range(self._settings.parallelism):
             self._start_thread(self._handle_batches, f"deletion-{i}")
         self._start_thread(self._release_due, "early-gate")
@@ -119,21 +126,54 @@ class DeletionWorker:
 
     def refresh_subscriptions(self) -> None:
         """Subscribe to every namespace that has a deletion topic and is not yet subscribed.
-        Not under the lock: a subscription waits on the broker, and `stop` must not."""
-        for namespace in sorted(set(self._namespaces())):
+        Not under the lock: a subscription waits on the broker, and `stop` must not.
+
+        A namespace the broker refuses (it does not exist, its deletion topic holds another
+        schema, the credentials do not cover it) is said once, and tried again next time; the
+        others are subscribed all the same. One refused namespace kept every namespace after
+        it (in name order) from being worked, and at start the whole sidecar."""
+        wanted = sorted(set(self._namespaces()))
+        with self._lock:  # no longer to watch: no longer refused either
+            self._refused = {ns: e for ns, e in self._refused.items() if ns in wanted}
+        for namespace in wanted:
             with self._lock:
                 if namespace in self._consumers or self._stopping.is_set():
                     continue
-            consumer = self._subscribe(namespace)
+            try:
+                consumer = self._subscribe(namespace)
+            except pulsar.PulsarException as exc:
+                self._note_refused(namespace, exc)
+                continue
             with self._lock:
                 late = self._stopping.is_set()
                 if not late:
                     self._consumers[namespace] = consumer
+                    self._refused.pop(namespace, None)
             if late:  # stopped meanwhile: nothing was received on it
                 _close_all([consumer])
                 return
             self._start_thread(partial(self._receive, consumer), f"receive-{namespace}")
             log.info("subscribed", topic=namespace.deletion_topic, subscription=SUBSCRIPTION)
+
+    def _note_refused(self, namespace: NamespaceName, exc: pulsar.PulsarException) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            before = self._refused.get(namespace)
+            said = before is not None and f"{type(before).__name__}: {before}" == error
+            self._refused[namespace] = exc
+        if not said:
+            log.warning(
+                "cannot subscribe; the namespace's pending deletions wait (tried again at "
+                "each refresh)",
+                topic=namespace.deletion_topic,
+                error=error,
+            )
+
+    @property
+    def refused(self) -> dict[NamespaceName, str]:
+        """Namespaces to watch that the broker refused at the last try, with why."""
+        with self._lock:
+            return {ns: f"{type(exc).__name__}: {exc}" for ns, exc in self._refused.items()}
 
     def _subscribe(self, namespace: NamespaceName) -> Any:
         settings = self._settings

@@ -7,8 +7,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,6 +67,20 @@ def wait_until(
         time.sleep(poll)
 
 
+def cli_environment(
+    columns: int | None = 80, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """What a person's shell hands `ledger-janitor`: this checkout first on the path, and a
+    terminal width (`columns=None` leaves COLUMNS unset: a pipe, a pod log)."""
+    environment = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+    )
+    if columns is not None:
+        environment["COLUMNS"] = str(columns)
+    return {**environment, **(env or {})}
+
+
 def run_cli(
     *args: str,
     columns: int | None = 80,
@@ -74,17 +90,34 @@ def run_cli(
 ) -> subprocess.CompletedProcess[str]:
     """`ledger-janitor ARGS` as a person runs it: a process of its own, off a terminal, its
     stdout and stderr read whole. `columns=None` leaves COLUMNS unset (a pipe, a pod log)."""
-    environment = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    environment["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
-    )
-    if columns is not None:
-        environment["COLUMNS"] = str(columns)
     return subprocess.run(
         [sys.executable, "-m", "ledger_janitor", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=cwd,
-        env={**environment, **(env or {})},
+        env=cli_environment(columns, env),
     )
+
+
+def start_cli(*args: str, columns: int | None = 80) -> subprocess.Popen[str]:
+    """`run_cli` without waiting: the test acts while the command runs, then `communicate`s."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "ledger_janitor", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_environment(columns),
+    )
+
+
+@contextmanager
+def paused(process: subprocess.Popen[Any]) -> Iterator[None]:
+    """The process stopped (SIGSTOP) for the block, continued (SIGCONT) on leaving, whatever
+    happened: a server that hangs. Its sockets stay open and the kernel still takes bytes for
+    it (a connection is accepted, a request is sent), but nothing is answered."""
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(process.pid, signal.SIGCONT)

@@ -20,7 +20,7 @@ from ledger_janitor.commands.archive import archive_app
 from ledger_janitor.commands.audit import audit_command
 from ledger_janitor.commands.console import plain_console
 from ledger_janitor.commands.cursor import cursor_app
-from ledger_janitor.commands.enqueue_report import report_enqueued
+from ledger_janitor.commands.enqueue_report import report_enqueued, warn_if_not_worked
 from ledger_janitor.commands.options import (
     BrokerOpt,
     ConfigFile,
@@ -162,6 +162,7 @@ def enqueue(
         for ledger_id in ledger_ids
     ]
     with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
+        warn_if_not_worked(parsed.namespace, sidecar.configured_namespaces())
         sent = sidecar.phase_one.enqueue_each(infos)
     report_enqueued(sent)
 

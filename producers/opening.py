@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 
 import pulsar
+import structlog
 
 from config import ServiceConfiguration
 from deletion.adapters.opening import StoreSpec, open_metadata_store
@@ -26,6 +27,8 @@ from transport import client as broker
 from transport.admin_http import AdminHttp
 from transport.producer_pool import ProducerPool
 from transport.schema import declare, register_declared
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,19 @@ def open_admin(config: ServiceConfiguration) -> AdminRest | None:
     return AdminRest(http) if http is not None else None
 
 
+def close_client(client: pulsar.Client) -> None:
+    """Close the client; a broker that does not answer the close is said, not raised.
+
+    What was sent is settled by then (each send acknowledged or not), and a command must
+    still report it. Against a broker that stopped answering, a producer's close times out,
+    and the client's close then raises AlreadyClosed: `enqueue` said `error: AlreadyClosed`
+    instead of which ledgers it had enqueued."""
+    try:
+        client.close()
+    except pulsar.PulsarException as exc:
+        log.warning("closing the broker client failed", error=f"{type(exc).__name__}: {exc}")
+
+
 @contextmanager
 def open_phase_one(
     config: ServiceConfiguration,
@@ -58,7 +74,7 @@ def open_phase_one(
             metadata = open_metadata_store(StoreSpec.metadata(config))
             stack.callback(metadata.close)
         client = broker.connect(config, client_log)
-        stack.callback(client.close)
+        stack.callback(close_client, client)
         admin = open_admin(config)
         if admin is not None:
             stack.callback(admin.close)

@@ -97,8 +97,20 @@ class PhaseOne:
     def enqueue_each(self, infos: Sequence[PendingDeleteLedgerInfo]) -> list[Sent]:
         """Send all and wait; each one's fate, in order. A send not acknowledged in time is
         not enqueued as far as the caller knows (it may still be persisted: a duplicate
-        pending deletion is harmless)."""
-        futures = [self.enqueue_async(info) for info in infos]
+        pending deletion is harmless).
+
+        A namespace whose set-up or producer failed is not tried again within the call: its
+        other ledgers share that failure. Each try costs up to a connection or operation
+        time-out when the broker does not answer (10 s to 30 s), so a batch of hundreds
+        would otherwise take hours to say that nothing was enqueued."""
+        futures: list[Future[Any]] = []
+        refused: dict[NamespaceName, Future[Any]] = {}
+        for info in infos:
+            namespace = info.topic_name.namespace
+            future = refused.get(namespace) or self.enqueue_async(info)
+            if self._unprepared(future, namespace):
+                refused[namespace] = future
+            futures.append(future)
         done, _ = concurrent.futures.wait(futures, timeout=self._timeout)
         sent = []
         for info, future in zip(infos, futures, strict=True):
@@ -111,6 +123,12 @@ class PhaseOne:
                 sent.append(Sent(info, message_id=future.result()))
                 log.info("enqueued", ledger=info.describe(), message_id=str(future.result()))
         return sent
+
+    def _unprepared(self, future: Future[Any], namespace: NamespaceName) -> bool:
+        """Whether the send failed before it reached a producer: the namespace's
+        registration, topic set-up or producer failed, not the message."""
+        failed = future.done() and future.exception() is not None
+        return failed and namespace.deletion_topic not in self._pool
 
     def enqueue(self, infos: Sequence[PendingDeleteLedgerInfo]) -> list[Any]:
         """Send all and wait; raise EnqueueError unless every send was acknowledged."""

@@ -80,6 +80,13 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
         yield embedded
 
 
+@pytest.fixture
+def own_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
+    """A pulsar-lite of this test's own, for tests that stop it (SIGSTOP) or kill it."""
+    with EmbeddedBroker(tmp_path / "own-broker", partitions=4) as embedded:
+        yield embedded
+
+
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     """A real S3-compatible server (moto's server mode) on loopback."""

@@ -90,6 +90,11 @@ class ProducerPool:
         except pulsar.PulsarException as exc:
             log.warning("closing producer failed", topic=producer.topic(), error=str(exc))
 
+    def __contains__(self, topic: object) -> bool:
+        """Whether the topic's producer is open. Not under the lock, which a producer being
+        made holds for as long as the broker takes: a dict's membership is read at once."""
+        return topic in self._producers
+
     def __len__(self) -> int:
         return len(self._producers)
 

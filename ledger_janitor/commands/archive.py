@@ -39,8 +39,8 @@ NamespaceOpt = Annotated[
     typer.Option(
         "--namespace",
         "-n",
-        help="tenant/namespace. Without it: every namespace that has a deletion or archive "
-        "topic, and those in deletionNamespaces.",
+        help="tenant/namespace. Without it: those of deletionNamespaces when it is set, "
+        "else every namespace that has a deletion or archive topic.",
     ),
 ]
 Wait = Annotated[
@@ -82,9 +82,12 @@ def _table(rows: list[ArchivedMessage], title: str) -> Table:
 
 
 def _namespaces(sidecar: Sidecar, namespace: str | None) -> list[NamespaceName]:
-    """The one named, or every one known: list and drain read the same set."""
+    """The one named; else the sidecar's own (deletionNamespaces, when set); else every one
+    known, the archives of deleted deletion topics too. List and drain read the same set."""
     if namespace:
         return [NamespaceName.parse(namespace)]
+    if sidecar.configured_namespaces():
+        return sidecar.configured_namespaces()
     return sorted({*sidecar.namespaces(), *discover_archive_namespaces(sidecar.metadata)})
 
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import structlog
 import typer
 
 from core.errors import EnqueueError
+from deletion.domain.topics import NamespaceName
 from ledger_janitor.commands.console import count, plain_console, plural, print_error
 from producers.phase_one import Sent
+
+log = structlog.get_logger(__name__)
 
 # 0: every ledger enqueued. 2: none was (the `error:` line says why), as for any error.
 PARTIAL_EXIT_CODE = 3  # some enqueued, some not: run `enqueue` again for the ones listed
@@ -43,3 +47,14 @@ def report_enqueued(sent: Sequence[Sent]) -> None:
         f" enqueue {again} again"
     )
     raise typer.Exit(PARTIAL_EXIT_CODE)
+
+
+def warn_if_not_worked(namespace: NamespaceName, worked: Sequence[NamespaceName]) -> None:
+    """One warning when deletionNamespaces is set and leaves `namespace` out: a sidecar with
+    this configuration does not consume what is enqueued there."""
+    if worked and namespace not in worked:
+        log.warning(
+            f"namespace {namespace} is not in deletionNamespaces "
+            f"({', '.join(map(str, worked))}): a sidecar with this configuration does not "
+            "work it; its pending deletions wait for one that does"
+        )

@@ -70,10 +70,20 @@ class Sidecar:
         risks = {ns: policy_risks(self.admin, ns) for ns in sorted(self.namespaces())}
         return {ns: found for ns, found in risks.items() if found}
 
-    def namespaces(self) -> Iterable[NamespaceName]:
-        configured = [NamespaceName.parse(text) for text in self.config.deletion_namespaces]
+    def configured_namespaces(self) -> list[NamespaceName]:
+        """`deletionNamespaces`, parsed; empty when it is not set."""
+        return sorted({NamespaceName.parse(text) for text in self.config.deletion_namespaces})
+
+    def namespaces(self) -> list[NamespaceName]:
+        """The namespaces this sidecar works: exactly `deletionNamespaces` when it is set (a
+        pilot on some namespaces: no other is consumed, drained or checked); otherwise every
+        namespace with a deletion topic, registered by phase one or found in Pulsar's
+        managed-ledger tree."""
+        configured = self.configured_namespaces()
+        if configured:
+            return configured
         discovered = discover_deletion_namespaces(self.metadata)
-        return {*configured, *self.registry.namespaces(), *discovered}
+        return sorted({*self.registry.namespaces(), *discovered})
 
     def handler(
         self, clock: WallClock = wall_clock, cache_ttl_seconds: float | None = None

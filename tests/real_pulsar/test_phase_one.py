@@ -195,3 +195,43 @@ def test_a_deletion_topic_with_another_schema_is_refused_with_a_clear_message(
         raw.close()
     (line,) = [line for line in str(refused.value).splitlines() if "ledger 1 of" in line.lower()]
     assert "__ledger_deletion holds a STRING schema, not our AVRO PendingDeleteLedgerInfo" in line
+
+
+@pytest.mark.parametrize("refusal", ["namespace missing", "topic squatted"])
+def test_one_refused_send_of_three_is_named_and_nothing_commits(
+    real_pulsar: RealPulsar, broker_admin: BrokerAdmin, real_namespace: NamespaceName,
+    pulsar_zk: KazooClient, client_log: Path, refusal: str,
+) -> None:  # fmt: skip
+    """Three pending deletions in one call: two to a namespace that takes them, one to a
+    namespace whose deletion topic the broker refuses (the namespace does not exist, or its
+    deletion topic holds another schema). The refused one is named, the commit never runs;
+    the other two are on the broker (a pending deletion whose commit never comes is safe:
+    the worker finds its ledger still referenced)."""
+    raw = rig.client(real_pulsar, client_log)
+    other = NamespaceName(real_namespace.tenant, refusal.split()[1])
+    expected = "HTTP 404 Namespace not found"
+    if refusal == "topic squatted":
+        broker_admin.create_namespace(other)
+        squatter = raw.create_producer(other.deletion_topic, schema=pulsar.schema.StringSchema())
+        squatter.send("not a pending deletion")
+        squatter.close()
+        expected = "holds a STRING schema, not our AVRO PendingDeleteLedgerInfo"
+    taken, refused = TopicName(real_namespace, "orders"), TopicName(other, "orders")
+    sidecar = rig.sidecar(real_pulsar, client_log, send_delay_seconds_of_two_phase_deletion=3600)
+    committed: list[bool] = []
+    try:
+        infos = [pending(taken, 101), pending(refused, 102), pending(taken, 103)]
+        with pytest.raises(EnqueueError) as failed:
+            sidecar.phase_one.enqueue_then_commit(infos, lambda: committed.append(True))
+    finally:
+        sidecar.close()
+        raw.close()
+        if refusal == "namespace missing":  # registered before its send; no one's to watch
+            pulsar_zk.delete(f"/ledger-janitor/deletion-namespaces/{other}")
+    assert committed == []
+    (listed,) = str(failed.value).splitlines()[1:]
+    assert listed.startswith(f"MANAGED_LEDGER LEDGER 102 of {refused}: "), listed
+    assert expected in listed, listed
+    deletion = TopicName(real_namespace, DELETION_TOPIC)
+    stats = broker_admin.get(f"{broker_admin.topic_path(deletion)}/partitioned-stats")
+    assert stats["subscriptions"][SUBSCRIPTION]["msgBacklog"] == 2  # 101 and 103, held
