@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import pulsar
 import pytest
 
 from deletion.domain.topics import NamespaceName
@@ -23,10 +24,11 @@ REPORTS: list[str] = []
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Starting the cluster (in the first test) alone may take minutes on a busy machine."""
+    """Starting the cluster (in the first test) took 1 to 3 minutes, and an audit on Spark
+    up to 12, on this 2-core machine at a load of 20 (other suites running)."""
     for item in items:
         if HERE in item.path.parents:
-            item.add_marker(pytest.mark.timeout(900))
+            item.add_marker(pytest.mark.timeout(1800))
             item.add_marker(pytest.mark.cluster)
 
 
@@ -60,6 +62,12 @@ def cluster_namespace(cluster_admin: ClusterAdmin) -> NamespaceName:
     namespace = NamespaceName(f"lj-{uuid.uuid4().hex[:10]}", "ns")
     cluster_admin.create_namespace(namespace)
     return namespace
+
+
+def client(cluster: PulsarCluster, log: Path, url: str | None = None) -> pulsar.Client:
+    """A Pulsar client of `url` (every broker by default) logging to `log`, not stdout."""
+    logger = pulsar.FileLogger(pulsar.LoggerLevel.Warn, str(log))
+    return pulsar.Client(url or cluster.service_url, logger=logger, operation_timeout_seconds=60)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ import pulsar
 from deletion.domain.topics import DELETION_TOPIC, SUBSCRIPTION, NamespaceName, TopicName
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster
+from tests.cluster.conftest import client
 
 PARTITIONS = 16  # over the namespace's 4 bundles, which the 2 brokers share
 
@@ -39,8 +40,8 @@ def test_both_brokers_serve_a_partitioned_topic_and_each_has_its_sidecar(
 
     # Produced through the first broker, consumed through the second: lookups route both.
     sent = [f"m-{i}".encode() for i in range(4 * PARTITIONS)]
-    first = pulsar.Client(cluster.brokers[0].service_url, operation_timeout_seconds=60)
-    second = pulsar.Client(cluster.brokers[1].service_url, operation_timeout_seconds=60)
+    first = client(cluster, tmp_path / "client.log", cluster.brokers[0].service_url)
+    second = client(cluster, tmp_path / "client.log", cluster.brokers[1].service_url)
     try:
         consumer = second.subscribe(
             topic.full_name, "smoke", initial_position=pulsar.InitialPosition.Earliest
@@ -104,7 +105,7 @@ def _audited_orphans(
     done = subprocess.run(
         [sys.executable, "-m", "ledger_janitor", "audit", "-c", str(cluster.brokers[0].conf_path),
          "--spark-master", "local[2]", "--min-age", "5s", "--output", str(report), "--json"],
-        capture_output=True, text=True, timeout=600, env=env, check=False,
+        capture_output=True, text=True, timeout=1500, env=env, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     print("audit:", done.stdout.strip().splitlines()[-1])
