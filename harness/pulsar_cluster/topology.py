@@ -40,8 +40,8 @@ class ClusterAdmin(BrokerAdmin):
         return str(self.owner(topic)["brokerUrl"])
 
     def bundle_of(self, topic: TopicName) -> str:
-        """The bundle range holding `topic`, e.g. `0x40000000_0x80000000`."""
-        return str(self.get(f"{self.lookup_path(topic)}/bundle"))
+        """The bundle range holding `topic`, e.g. `0x40000000_0x80000000` (plain text)."""
+        return self._ok(self.http.get(f"{self.lookup_path(topic)}/bundle")).text.strip()
 
     def bundles(self, namespace: NamespaceName) -> list[str]:
         """The namespace's bundle ranges, in order."""

@@ -44,7 +44,8 @@ def test_the_zookeeper_leader_is_replaced_and_a_paused_member_answers_when_resum
     wait_until(_has_leader(pulsar_cluster), 120, "a new ZooKeeper leader", poll=0.5)
     print(f"new leader after {time.monotonic() - started:.1f} s")
     assert pulsar_cluster.zookeeper_leader() is not leader
-    print(f"the old leader back as {leader.mode()} after {leader.start():.1f} s")
+    back = leader.start()
+    print(f"the old leader back as {leader.mode()} after {back:.1f} s")
 
     member = next(z for z in pulsar_cluster.zookeepers if z is not leader)
     member.pause()
