@@ -64,6 +64,27 @@ class ClusterAdmin(BrokerAdmin):
         query = f"?unload={flag}&splitAlgorithmName={algorithm}"
         self.put(f"/admin/v2/namespaces/{namespace}/{bundle}/split{query}")
 
+    def bundle_owners(self, cluster: str, namespace: NamespaceName) -> dict[str, str]:
+        """Per owned bundle of `namespace`, the id of the broker owning it (each broker's
+        `ownedNamespaces`); a bundle nobody owns yet is absent."""
+        owners: dict[str, str] = {}
+        for broker in self.active_brokers(cluster):
+            owned = self.get(f"/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces")
+            for name in owned:  # tenant/ns/bundle (a heartbeat namespace has more parts)
+                owner_namespace, _, bundle = name.rpartition("/")
+                if owner_namespace == str(namespace):
+                    owners[bundle] = broker
+        return owners
+
+    def spread(self, cluster: str, namespace: NamespaceName, brokers: list[str]) -> None:
+        """Bundle i of `namespace` moved to `brokers[i % len(brokers)]` if another broker owns
+        it (the load manager may have put them all on one); a bundle nobody owns is left."""
+        owners = self.bundle_owners(cluster, namespace)
+        for index, bundle in enumerate(self.bundles(namespace)):
+            wanted = brokers[index % len(brokers)]
+            if owners.get(bundle, wanted) != wanted:
+                self.unload(namespace, bundle, destination=wanted)
+
     def leader_broker(self) -> str:
         """The leader broker's id (it makes the bundle assignments)."""
         return str(self.get("/admin/v2/brokers/leaderBroker")["brokerId"])

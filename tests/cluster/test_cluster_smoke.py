@@ -35,6 +35,12 @@ def test_both_brokers_serve_a_partitioned_topic_and_each_has_its_sidecar(
     topic = TopicName(cluster_namespace, "spread")
     cluster_admin.create_partitioned(topic, PARTITIONS)
     partitions = [TopicName(cluster_namespace, f"spread-partition-{i}") for i in range(PARTITIONS)]
+    for partition in partitions:
+        cluster_admin.owner_url(partition)  # every bundle holding one now has an owner
+    # The load manager may have put every bundle on one broker (it does after a restart):
+    # half of them go to the other.
+    ids = [broker.broker_id for broker in cluster.brokers]
+    cluster_admin.spread(cluster.cluster_name, cluster_namespace, ids)
     owners = {cluster_admin.owner_url(partition) for partition in partitions}
     assert owners == {broker.service_url for broker in cluster.brokers}, owners
 
