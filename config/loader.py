@@ -4,8 +4,10 @@ The properties file may be the broker's own `broker.conf`, read as the broker re
 (apache/pulsar `pulsar-broker-common/.../broker/ServiceConfiguration.java`, and its
 `FieldParser.update`): a blank value leaves a setting at its default; `zookeeperServers`
 stands for `zk:<its value>` when `metadataStoreUrl` is blank or absent
-(`getMetadataStoreUrl`); the broker's other keys are none of ours and are ignored. Our own
-keys stay strict: an unknown key close to one of ours is a typo and fails.
+(`getMetadataStoreUrl`); `brokerServiceUrl` and `webServiceUrl`, when the file leaves them
+unset, are the broker's own, from its ports and advertised address (config/broker_urls.py);
+the broker's other keys are none of ours and are ignored. Our own keys stay strict: an
+unknown key close to one of ours is a typo and fails.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Final
 import javaproperties
 
 from config.broker_keys import BROKER_KEYS
+from config.broker_urls import broker_urls
 from config.fields import FieldSpec, is_plain_boolean, one_line, typo_of, unknown_key_message
 from config.settings import SPECS, ServiceConfiguration
 from core.errors import ConfigurationError
@@ -155,6 +158,10 @@ def _file_entries(path: Path, errors: list[str]) -> list[_Entry]:
         origin = f"{source}, {ZOOKEEPER_SERVERS_KEY}"
         found.append((_BY_KEY[STORE_KEY], "zk:" + zookeeper[-1], origin))
         used.add(ZOOKEEPER_SERVERS_KEY)
+    values = {key: raw.strip() for key, raw in given}
+    for key, derived in broker_urls(values).items():
+        found.append((_BY_KEY[key], derived.url, f"{source}, {derived.origin}"))
+        used.update(derived.keys)
     ignored = sorted({key for key, _ in pairs} - set(_BY_KEY) - used)
     if ignored:
         log.debug("%s: %d keys not ours, ignored: %s", path, len(ignored), ", ".join(ignored))
