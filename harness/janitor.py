@@ -14,6 +14,8 @@ from consumers.observer import Observer
 from consumers.worker import DeletionWorker
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.adapters.opening import make_embedded_store
+from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
 from deletion.domain.outcome import Outcome, Result
 from deletion.domain.ports import LedgerStorage, MetadataStore
 from deletion.domain.topics import NamespaceName
@@ -91,10 +93,42 @@ class Recorder(Observer):
 
 
 def sqlite_backend(path: str) -> Backend:
+    """The embedded store, made as the demo makes it (laid out as a cluster's)."""
     from deletion.adapters.stores.sqlite import SqliteMetadataStore
 
+    make_embedded_store(path)
     storage = SqliteLedgerStorage(path)
     return Backend("sqlite", f"sqlite:{path}", SqliteMetadataStore(path), storage, storage)
+
+
+def make_chroot(hosts: str, chroot: str) -> None:
+    """A chroot laid out as a Pulsar cluster's (see `lay_out_cluster`); nothing in the
+    product makes one."""
+    from kazoo.client import KazooClient
+
+    from config import parse_store_url
+    from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+
+    if chroot:
+        client = KazooClient(hosts=hosts, timeout=30)
+        client.start(timeout=30)
+        try:
+            client.ensure_path(chroot)
+        finally:
+            client.stop()
+            client.close()
+    store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{hosts}{chroot}"))
+    try:
+        lay_out_cluster(store)
+    finally:
+        store.close()
+
+
+def lay_out_cluster(store: MetadataStore) -> None:
+    """What a Pulsar cluster's store holds before any test writes to it: `/admin`,
+    `/managed-ledgers` and BookKeeper's `/ledgers/LAYOUT` (ManagedLedgerWriter.lay_out);
+    each topic the writer then creates brings its namespace's policies node."""
+    ManagedLedgerWriter(store).lay_out()
 
 
 def zookeeper_backend(hosts: str, chroot: str, first_ledger_id: int = 1) -> Backend:
@@ -102,6 +136,7 @@ def zookeeper_backend(hosts: str, chroot: str, first_ledger_id: int = 1) -> Back
     from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 
     url = f"zk:{hosts}{chroot}"
+    make_chroot(hosts, chroot)
     store = ZooKeeperMetadataStore.connect(parse_store_url(url))
     return Backend(
         "zookeeper",
