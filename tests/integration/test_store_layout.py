@@ -279,10 +279,15 @@ def test_layout_removed_under_a_running_sidecar_acks_nothing_as_gone(
     data, _ = root_client.get(layout)
     root_client.delete(layout)
     root_client.delete(chroot + bk.ledger_path(released))  # gone, as far as anyone can tell
+    wait_until(
+        lambda: len(sidecar.said("reconsumed", released)) >= 2
+        or sidecar.said("already_gone", released),
+        60,
+        "two reconsumes (or an ack)",
+    )
+    assert not sidecar.said("already_gone", released), sidecar.lines
     wait_until(lambda: sidecar.ready()[0] == 503, 30, "not ready")
     assert "no /ledgers/LAYOUT" in sidecar.ready()[1]
-    wait_until(lambda: len(sidecar.said("reconsumed", released)) >= 2, 60, "two reconsumes")
-    assert not sidecar.said("already_gone", released), sidecar.lines
     assert all("no /ledgers/LAYOUT" in e["reason"] for e in sidecar.said("reconsumed", released))
     root_client.create(layout, data)  # BookKeeper's store again: now it is gone, and acked
     wait_until(lambda: sidecar.said("already_gone", released), 60, "the ack")
