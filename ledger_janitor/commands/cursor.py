@@ -207,8 +207,8 @@ def inspect(
     config = load(config_file, settings, metadata_store).config
     # Seconds, not the ZooKeeper client's 30 s of retries, to say a store is not there.
     ledgers = ledger_store or config.bookkeeper_metadata_service_uri or config.metadata_store_url
-    stores = {config.metadata_store_url: "the metadata store", ledgers: "the ledger store"}
-    for url, what in stores.items():
+    stores = {ledgers: "the ledger store", config.metadata_store_url: "the metadata store"}
+    for url, what in reversed(stores.items()):  # the metadata store first, named so
         problem = store_unreachable(what, url, PROBE_SECONDS)
         if problem is not None:
             raise JanitorError(problem)
