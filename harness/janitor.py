@@ -9,13 +9,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config import ServiceConfiguration
+from config import ServiceConfiguration, parse_store_url
+from config.zookeeper_tls import ZooKeeperTls
 from consumers.observer import Observer
 from consumers.worker import DeletionWorker
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
 from deletion.adapters.opening import make_embedded_store
 from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.outcome import Outcome, Result
 from deletion.domain.ports import LedgerStorage, MetadataStore
 from deletion.domain.topics import NamespaceName
@@ -101,27 +103,28 @@ def sqlite_backend(path: str) -> Backend:
     return Backend("sqlite", f"sqlite:{path}", SqliteMetadataStore(path), storage, storage)
 
 
-def make_chroot(hosts: str, chroot: str) -> None:
+def make_chroot(
+    hosts: str, chroot: str, tls: ZooKeeperTls | None = None, digest: str | None = None
+) -> None:
     """A chroot laid out as a Pulsar cluster's (see `lay_out_cluster`); nothing in the
     product makes one."""
-    from kazoo.client import KazooClient
+    chrooted(hosts, chroot, tls, digest).close()
 
-    from config import parse_store_url
-    from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 
+def chrooted(
+    hosts: str, chroot: str, tls: ZooKeeperTls | None = None, digest: str | None = None
+) -> ZooKeeperMetadataStore:
+    """A store on `chroot`, made first and laid out as a cluster's (over TLS, with digest
+    credentials, if given), as a test's own store."""
     if chroot:
-        client = KazooClient(hosts=hosts, timeout=30)
-        client.start(timeout=30)
+        bare = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{hosts}"), 30, digest, tls)
         try:
-            client.ensure_path(chroot)
+            bare.client.ensure_path(chroot)
         finally:
-            client.stop()
-            client.close()
-    store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{hosts}{chroot}"))
-    try:
-        lay_out_cluster(store)
-    finally:
-        store.close()
+            bare.close()
+    store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{hosts}{chroot}"), 30, digest, tls)
+    lay_out_cluster(store)
+    return store
 
 
 def lay_out_cluster(store: MetadataStore) -> None:
@@ -132,12 +135,8 @@ def lay_out_cluster(store: MetadataStore) -> None:
 
 
 def zookeeper_backend(hosts: str, chroot: str, first_ledger_id: int = 1) -> Backend:
-    from config import parse_store_url
-    from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
-
     url = f"zk:{hosts}{chroot}"
-    make_chroot(hosts, chroot)
-    store = ZooKeeperMetadataStore.connect(parse_store_url(url))
+    store = chrooted(hosts, chroot)
     return Backend(
         "zookeeper",
         url,

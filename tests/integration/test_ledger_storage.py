@@ -209,8 +209,7 @@ def test_ledger_ids_walks_both_layouts_and_skips_bookkeepers_own_nodes(zk: Backe
     ids = [1, 2, 10_000, 2**31 - 2, 2**31 - 1, 2**40, 2**63 - 1]
     for ledger_id in ids:
         zk.metadata.create(bk.ledger_path(ledger_id), _znode({}))
-    for own in [
-        "/ledgers/LAYOUT",
+    for own in [  # and LAYOUT, laid out with the chroot
         "/ledgers/INSTANCEID",
         "/ledgers/available/bookie-1:3181",
         "/ledgers/idgen/ID-0000000042",

@@ -23,6 +23,7 @@ from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName, managed_ledger_path
 from deletion.wire.metadata_codec import wrap
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType, ManagedCursorInfo
+from harness.janitor import chrooted
 from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.demo.embedded import free_port
 from ledger_janitor.demo.seeding import TopicSeeder
@@ -37,7 +38,7 @@ def at(hosts: str, timeout: float = 30.0) -> StoreSpec:
 
 @pytest.fixture
 def store(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[ZooKeeperMetadataStore]:
-    opened = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{zookeeper.hosts}{chroot}"))
+    opened = chrooted(zookeeper.hosts, chroot)
     yield opened
     opened.close()
 
