@@ -94,6 +94,13 @@ class Recorder(Observer):
             return sum(r.outcome is outcome for r in self.results)
 
 
+def embedded_store(path: str | Path) -> str:
+    """An embedded store made at `path`, as the demo makes its own (nothing else makes one),
+    as the `sqlite:` URL a command is given."""
+    make_embedded_store(path)
+    return f"sqlite:{path}"
+
+
 def sqlite_backend(path: str) -> Backend:
     """The embedded store, made as the demo makes it (laid out as a cluster's)."""
     from deletion.adapters.stores.sqlite import SqliteMetadataStore
