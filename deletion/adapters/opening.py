@@ -126,7 +126,8 @@ def open_ledger_storage(spec: StoreSpec, *, bookie_http: str = "") -> LedgerStor
 def make_embedded_store(path: str | Path) -> None:
     """A new embedded store at `path` (its directory made too), metadata and ledgers, laid
     out as a Pulsar cluster's (`/admin`, `/managed-ledgers`; the ledgers in their table):
-    the demo's, and `run`'s local default. An existing one is left as it is."""
+    the demo's, and `run`'s local default. An existing one keeps what it holds (what it
+    lacks of its tables and roots is added)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     SqliteLedgerStorage(path).close()
     store = SqliteMetadataStore(path)

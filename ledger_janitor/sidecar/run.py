@@ -219,7 +219,7 @@ def make_local_default(config: ServiceConfiguration) -> None:
             "(metadataStoreUrl's local default, not a Pulsar cluster's metadata): for a "
             "cluster, set metadataStoreUrl=zk:host:2181 (or --metadata-store)"
         )
-        make_embedded_store(path)
+    make_embedded_store(path)  # made, or one made by an older version laid out as now
 
 
 def start_endpoint(
