@@ -38,7 +38,6 @@ from ledger_janitor.commands.options import (
     MetadataStoreOpt,
     Settings,
     load,
-    setup_logging,
 )
 from ledger_janitor.commands.typer_app import command_group
 from ledger_janitor.sidecar.reachability import PROBE_SECONDS, store_unreachable
@@ -203,7 +202,6 @@ def inspect(
 ) -> None:
     """A live cursor: its znode, its ledger's metadata, the state in the ledger when this
     ledger store holds entries, and whether the state reached the cap."""
-    setup_logging(False)
     config = load(config_file, settings, metadata_store).config
     # Seconds, not the ZooKeeper client's 30 s of retries, to say a store is not there.
     ledgers = ledger_store or config.bookkeeper_metadata_service_uri or config.metadata_store_url

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pulsar
 
+from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.domain import message
 from deletion.domain import message_properties as props
@@ -124,6 +125,7 @@ def test_tables_off_a_terminal_hold_every_value_whole_one_row_a_line(
     try:
         local = f"/managed-ledgers/{namespace.tenant}/{namespace.namespace}/persistent"
         store.create(f"{local}/{ARCHIVE_TOPIC}", b"")
+        ManagedLedgerWriter(store).ensure_namespace(namespace)  # a cluster's namespace
     finally:
         store.close()
     for ledger_id in (424242, 424243):
