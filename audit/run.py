@@ -58,23 +58,25 @@ def run_command(
         offload=offload_targets(config),
     )
     with ExitStack() as stack:
+        # The stores first, before Spark starts: each opening checks its layout (BookKeeper's
+        # LAYOUT, Pulsar's roots), so a wrong store or chroot is said in a second.
+        # Dangling candidates are looked up again only against the store that was scanned.
+        storage = None
+        if inventory is None:
+            storage = open_ledger_storage(ledgers)
+            stack.callback(storage.close)
+        # ... and still missing ones against the metadata that referenced them, read again.
+        references_now = None
+        if references is None:
+            store = open_metadata_store(metadata)
+            stack.callback(store.close)
+            references_now = _references_now(MetadataInUseLedgers(store, where=metadata.where))
         try:
             session = open_session(spark_master)
         except Exception as exc:  # no Java, a bad master URL: PySpark raises many kinds
             raise AuditError(f"cannot start Spark: {exc}") from exc
         stack.callback(session.close)
         progress = ScanProgress(session.spark.sparkContext, err)
-        # Dangling candidates are looked up again only against the store that was scanned.
-        storage = None
-        if inventory is None:
-            storage = open_ledger_storage(ledgers, create=False)
-            stack.callback(storage.close)
-        # ... and still missing ones against the metadata that referenced them, read again.
-        references_now = None
-        if references is None:
-            store = open_metadata_store(metadata, create=False)
-            stack.callback(store.close)
-            references_now = _references_now(MetadataInUseLedgers(store))
         result = run_audit(session.spark, options, progress, storage, references_now)
         print_report(out, result.summary)
         if result.tiered is not None:

@@ -30,6 +30,7 @@ from deletion.domain.ports import MetadataStore
 from deletion.domain.topics import NamespaceName, TopicName
 from deletion.wire import bookkeeper_metadata as bk
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+from harness.janitor import make_chroot
 from harness.zookeeper import ZooKeeperServer
 from ledger_janitor import logs
 from ledger_janitor.demo.embedded import EmbeddedBroker
@@ -61,6 +62,9 @@ class Services:
     broker: EmbeddedBroker
 
     def config(self, chroot: str, **overrides: Any) -> ServiceConfiguration:
+        """A sidecar's configuration on `chroot`, made now (laid out as a cluster's: nothing
+        in the product makes a chroot) if it is not there yet."""
+        make_chroot(self.zookeeper.hosts, chroot)
         settings: dict[str, Any] = {
             "broker_service_url": self.broker.service_url,
             "metadata_store_url": f"zk:{self.zookeeper.hosts}{chroot}",

@@ -33,6 +33,7 @@ from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName
 from deletion.wire import bookkeeper_metadata as bk
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
+from harness.janitor import make_chroot
 
 TARGET_PER_S = 25_000  # issue 14: the scan with 2 partitions
 
@@ -49,8 +50,10 @@ def ledger_znode() -> bytes:
 
 
 def connect(hosts: str) -> KazooClient:
-    """A client on `hosts`, creating its chroot first if there is one."""
+    """A client on `hosts`, making its chroot first (laid out as a cluster's, as the audit
+    requires: harness.janitor.make_chroot) if there is one."""
     url = parse_store_url(f"zk:{hosts}")
+    make_chroot(url.hosts, url.chroot)
     return connect_client(url.hosts, url.chroot, timeout=30)
 
 

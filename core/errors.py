@@ -23,6 +23,12 @@ class TransientMetadataError(MetadataError):
     """Connection loss, session expiry or a time-out: worth retrying shortly."""
 
 
+class LayoutError(MetadataError):
+    """A store answered, but holds no Pulsar or BookKeeper layout where the configuration
+    points (a wrong store or chroot, a typo): nothing absent in it means "gone". Not
+    transient, but a sidecar waits for it rather than exit: the broker may lay it out yet."""
+
+
 class VersionConflictError(MetadataError):
     """A compare-and-set lost against a concurrent writer."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from harness.janitor import Backend, ZkLedgerFactory
+from harness.janitor import Backend, ZkLedgerFactory, lay_out_cluster
 from ledger_janitor.demo.embedded import free_port
 
 BINARY = "/usr/bin/etcd"
@@ -107,6 +107,7 @@ def etcd_backend(server: EtcdServer, first_ledger_id: int = 1) -> Backend:
 
     server.wipe()
     store = EtcdMetadataStore.connect(parse_store_url(server.url))
+    lay_out_cluster(store)
     return Backend(
         "etcd",
         server.url,

@@ -9,11 +9,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config import ServiceConfiguration
+from config import ServiceConfiguration, parse_store_url
+from config.zookeeper_tls import ZooKeeperTls
 from consumers.observer import Observer
 from consumers.worker import DeletionWorker
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.adapters.opening import make_embedded_store
+from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
+from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.outcome import Outcome, Result
 from deletion.domain.ports import LedgerStorage, MetadataStore
 from deletion.domain.topics import NamespaceName
@@ -90,19 +94,56 @@ class Recorder(Observer):
             return sum(r.outcome is outcome for r in self.results)
 
 
+def embedded_store(path: str | Path) -> str:
+    """An embedded store made at `path`, as the demo makes its own (nothing else makes one),
+    as the `sqlite:` URL a command is given."""
+    make_embedded_store(path)
+    return f"sqlite:{path}"
+
+
 def sqlite_backend(path: str) -> Backend:
+    """The embedded store, made as the demo makes it (laid out as a cluster's)."""
     from deletion.adapters.stores.sqlite import SqliteMetadataStore
 
+    make_embedded_store(path)
     storage = SqliteLedgerStorage(path)
     return Backend("sqlite", f"sqlite:{path}", SqliteMetadataStore(path), storage, storage)
 
 
-def zookeeper_backend(hosts: str, chroot: str, first_ledger_id: int = 1) -> Backend:
-    from config import parse_store_url
-    from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
+def make_chroot(
+    hosts: str, chroot: str, tls: ZooKeeperTls | None = None, digest: str | None = None
+) -> None:
+    """A chroot laid out as a Pulsar cluster's (see `lay_out_cluster`); nothing in the
+    product makes one."""
+    chrooted(hosts, chroot, tls, digest).close()
 
+
+def chrooted(
+    hosts: str, chroot: str, tls: ZooKeeperTls | None = None, digest: str | None = None
+) -> ZooKeeperMetadataStore:
+    """A store on `chroot`, made first and laid out as a cluster's (over TLS, with digest
+    credentials, if given), as a test's own store."""
+    if chroot:
+        bare = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{hosts}"), 30, digest, tls)
+        try:
+            bare.client.ensure_path(chroot)
+        finally:
+            bare.close()
+    store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{hosts}{chroot}"), 30, digest, tls)
+    lay_out_cluster(store)
+    return store
+
+
+def lay_out_cluster(store: MetadataStore) -> None:
+    """What a Pulsar cluster's store holds before any test writes to it: `/admin`,
+    `/managed-ledgers` and BookKeeper's `/ledgers/LAYOUT` (ManagedLedgerWriter.lay_out);
+    each topic the writer then creates brings its namespace's policies node."""
+    ManagedLedgerWriter(store).lay_out()
+
+
+def zookeeper_backend(hosts: str, chroot: str, first_ledger_id: int = 1) -> Backend:
     url = f"zk:{hosts}{chroot}"
-    store = ZooKeeperMetadataStore.connect(parse_store_url(url))
+    store = chrooted(hosts, chroot)
     return Backend(
         "zookeeper",
         url,

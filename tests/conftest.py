@@ -20,7 +20,13 @@ from config import parse_store_url
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore, connect_client
 from deletion.domain.topics import NamespaceName
 from harness.etcd import EtcdServer, etcd_backend
-from harness.janitor import Backend, JanitorFactory, sqlite_backend, zookeeper_backend
+from harness.janitor import (
+    Backend,
+    JanitorFactory,
+    make_chroot,
+    sqlite_backend,
+    zookeeper_backend,
+)
 from harness.leaks import SESSION_ENV, survivors
 from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.demo.embedded import EmbeddedBroker
@@ -149,7 +155,9 @@ def lost_store(private_zookeeper: ZooKeeperServer) -> Iterator[ZooKeeperMetadata
 
 @pytest.fixture
 def zk_client(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[KazooClient]:
-    """A started kazoo client in this test's own chroot, as the product connects one."""
+    """A started kazoo client in this test's own chroot (made, and laid out as a Pulsar
+    cluster's: harness.janitor.make_chroot), as the product connects one."""
+    make_chroot(zookeeper.hosts, chroot)
     started = connect_client(zookeeper.hosts, chroot)
     yield started
     started.stop()

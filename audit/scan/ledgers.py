@@ -19,11 +19,11 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from audit.errors import AuditError
 from audit.schema import INVENTORY_SCHEMA
 from core.errors import DecodeError
+from deletion.adapters.layout import require_ledgers_layout
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
-from deletion.adapters.opening import StoreSpec, open_embedded_ledgers, open_metadata_store
+from deletion.adapters.opening import StoreSpec, open_embedded_ledgers, open_store
 from deletion.domain.ports import MetadataStore
 from deletion.wire import bookkeeper_metadata as formats
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
@@ -40,8 +40,8 @@ class ZooKeeperTarget:
     root: str = "/ledgers"
 
     def open(self) -> MetadataStore:
-        """The store, read-only: unlike the sidecar, the audit never creates the chroot."""
-        return open_metadata_store(self.store, create=False)
+        """The store, read as it is (nothing opens a store by making it)."""
+        return open_store(self.store)
 
 
 def ledger_row(ledger_id: int, data: bytes, znode_ctime_ms: int) -> InventoryRow:
@@ -117,11 +117,7 @@ def zookeeper_inventory(spark: SparkSession, target: ZooKeeperTarget) -> DataFra
     wanted = max(8, context.defaultParallelism * 4)
     store = target.open()
     try:
-        if store.get(target.root) is None:
-            raise AuditError(
-                f"no {target.root} in ZooKeeper {target.store.url.hosts}{target.store.url.chroot}:"
-                " wrong store or chroot?"
-            )
+        require_ledgers_layout(store, target.store.where, target.root)
         buckets = expand_buckets(store.children, target.root, wanted)
     finally:
         store.close()

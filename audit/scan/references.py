@@ -23,8 +23,8 @@ TopicItem = tuple[str, str, str, str]
 
 
 def _open(spec: StoreSpec) -> MetadataStore:
-    # Read-only: an audit creates no chroot and no database file.
-    return open_metadata_store(spec, create=False)
+    # Pulsar's roots are checked again by each opening: the driver checked them first.
+    return open_metadata_store(spec)
 
 
 def _topics(spec: StoreSpec, namespaces: Iterable[tuple[str, str]]) -> Iterator[TopicItem]:

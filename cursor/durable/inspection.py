@@ -25,7 +25,7 @@ def inspect_cursor(
 ) -> dict[str, Any]:
     topic = TopicName.parse(topic_name)
     settings = CursorSettings.from_config(config)
-    store = open_metadata_store(StoreSpec.metadata(config), create=False)
+    store = open_metadata_store(StoreSpec.metadata(config))
     try:
         metadata = CursorMetadata(store, topic, cursor, settings.compression)
         found = metadata.read()

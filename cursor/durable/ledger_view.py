@@ -17,7 +17,8 @@ from core.errors import DecodeError
 from cursor.persistence.ledger_port import CursorLedgers, last_entry_id
 from cursor.persistence.recovery import recover
 from cursor.persistence.settings import CursorSettings
-from deletion.adapters.opening import StoreSpec, open_embedded_ledgers, open_metadata_store
+from deletion.adapters.layout import require_ledgers_layout
+from deletion.adapters.opening import StoreSpec, open_embedded_ledgers, open_store
 from deletion.domain.ports import Node
 from deletion.wire import bookkeeper_metadata as formats
 from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
@@ -40,9 +41,11 @@ def cursor_ledger(spec: StoreSpec, ledger_id: int, topic: str, settings: CursorS
     could not be read, `ledger.why` saying why in one line)."""
     scheme = spec.url.scheme
     if scheme in ("zk", "etcd"):
-        store = open_metadata_store(spec, create=False)
+        store = open_store(spec)
         try:
             node = store.get(formats.ledger_path(ledger_id))
+            if node is None:  # "not in the store" only from BookKeeper's own store
+                require_ledgers_layout(store, spec.where)
         finally:
             store.close()
         ledger: Json = {"ledgerId": ledger_id, "readable": False}

@@ -25,15 +25,20 @@ from core.errors import (
     MetadataError,
     TransientMetadataError,
 )
+from deletion.adapters.layout import require_namespace
 from deletion.domain.ports import Creators, MetadataStore, TopicLedgers
 from deletion.domain.references import schema_references
 from deletion.domain.topics import TopicName, java_url_encode, schema_path
 from transport.admin_http import AdminHttp
 
 T = TypeVar("T")
-# "Topic %s not found" (PersistentTopicsBase.getTopicNotFoundErrorMessage), older brokers'
-# "Topic not found" / "Topic does not exist", and "Namespace does not exist".
-_GONE = re.compile(r"\b(topic|namespace|tenant)\b.*\b(not found|does not exist)", re.I | re.S)
+# "Topic %s not found" (PersistentTopicsBase.getTopicNotFoundErrorMessage), and older
+# brokers' "Topic not found" / "Topic does not exist": the broker looked the topic up in its
+# own metadata and found none. "Namespace/Tenant does not exist" is not taken for "gone": a
+# topic counts as deleted only where the metadata store holds its namespace
+# (deletion.adapters.layout), and a broker that knows no such namespace is not that
+# store's cluster (another webServiceUrl?) or a namespace being deleted: unknown.
+_GONE = re.compile(r"\btopic\b.*\b(not found|does not exist)", re.I | re.S)
 _POSITION = re.compile(r"(-?\d+):(-?\d+)")
 
 
@@ -48,10 +53,13 @@ class AdminApiInUseLedgers:
         http: AdminHttp,
         clock: WallClock = wall_clock,
         schemas: MetadataStore | None = None,
+        where: str = "the metadata store",
     ) -> None:
+        """`schemas`: the metadata store (`where` names it in errors)."""
         self._http = http
         self._clock = clock
         self._schemas = schemas
+        self._where = where
 
     @property
     def http(self) -> AdminHttp:
@@ -73,14 +81,17 @@ class AdminApiInUseLedgers:
 
     def _schema_ledgers(self, topic: TopicName) -> frozenset[int]:
         """A topic the broker does not know may still have a schema (schemas outlive their
-        topics until deleted on their own): read its locator from the metadata store.
-        Without one to read, nothing can be said."""
+        topics until deleted on their own): read its locator from the metadata store, which
+        must hold the topic's namespace for "no schema" to mean none. Without one to read,
+        nothing can be said."""
         if self._schemas is None:
             raise MetadataError(
                 f"topic {topic} not found, and no metadata store to read its schema from"
             )
-        found = schema_references(self._schemas, schema_path(topic)) or []
-        return frozenset(ref.ledger_id for ref in found)
+        found = schema_references(self._schemas, schema_path(topic))
+        if found is None:
+            require_namespace(self._schemas, topic, self._where)
+        return frozenset(ref.ledger_id for ref in found or [])
 
     def fetch_partitioned(self, base: TopicName) -> dict[TopicName, TopicLedgers]:
         """Every partition of a partitioned topic; empty when the broker knows no such topic."""

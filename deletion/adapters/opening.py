@@ -1,9 +1,12 @@
 """Adapters opened from configuration: the one place a store URL's scheme picks a class.
 
-Everyone opens through here: the sidecar (creating what is missing: the chroot, the SQLite
-file's directory), and the read-only tools, `cursor inspect` and the audit, which create
-nothing. A `StoreSpec` is the picklable description of a store, so a Spark executor opens
-exactly what the driver described, credentials included.
+Everyone opens through here: the sidecar, phase one, `cursor inspect` and the audit. No
+opening creates anything: a ZooKeeper chroot, an etcd key or an SQLite file the operator
+names must exist and hold the cluster's layout (deletion.adapters.layout), else one
+LayoutError (or ConfigurationError, for a missing file) names the store and what it lacks.
+Only `make_embedded_store` makes a store: the demo's, and `run`'s local default. A
+`StoreSpec` is the picklable description of a store, so a Spark executor opens exactly what
+the driver described, credentials included.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from config.zookeeper_tls import ZooKeeperTls
 from core.clock import WallClock
 from core.errors import ConfigurationError
 from deletion.adapters.admin_api import AdminApiInUseLedgers
+from deletion.adapters.layout import require_pulsar_layout
 from deletion.adapters.ledgers.bookie_http import BookieHttpLedgerStorage
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
-from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
+from deletion.adapters.pulsar_metadata import ManagedLedgerWriter, MetadataInUseLedgers
 from deletion.adapters.stores.etcd import EtcdMetadataStore
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore, digest_from_env
@@ -40,6 +44,16 @@ class StoreSpec:
     digest: str = field(default_factory=digest_from_env, repr=False)
     tls: ZooKeeperTls | None = None
 
+    @property
+    def where(self) -> str:
+        """The store as errors name it: `ZooKeeper at zk1:2181/pulsar`."""
+        url = self.url
+        if url.scheme == "zk":
+            return f"ZooKeeper at {url.hosts}{url.chroot}"
+        if url.scheme == "etcd":
+            return "etcd at " + ",".join(url.endpoints)
+        return f"the embedded store {url.path}"
+
     @classmethod
     def metadata(cls, config: ServiceConfiguration) -> StoreSpec:
         """Pulsar's metadata: metadataStoreUrl."""
@@ -58,53 +72,69 @@ def _timeout(config: ServiceConfiguration) -> float:
     return float(config.operation_timeout_seconds)
 
 
-def _existing_file(spec: StoreSpec, what: str, create: bool) -> str:
-    path = Path(spec.url.path)
-    if create:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    elif not path.is_file():
-        raise ConfigurationError(f"no embedded {what} store at {spec.url.path}")
-    return spec.url.path
-
-
-def _zookeeper(spec: StoreSpec, create: bool) -> ZooKeeperMetadataStore:
-    return ZooKeeperMetadataStore.connect(
-        spec.url, spec.timeout, digest=spec.digest, create_chroot=create, tls=spec.tls
-    )
-
-
-def _networked(spec: StoreSpec, create: bool) -> MetadataStore | None:
+def _networked(spec: StoreSpec) -> MetadataStore | None:
     """The store behind a `zk:` or `etcd:` URL; None for the embedded one."""
     if spec.url.scheme == "zk":
-        return _zookeeper(spec, create)
+        return ZooKeeperMetadataStore.connect(
+            spec.url, spec.timeout, digest=spec.digest, tls=spec.tls
+        )
     if spec.url.scheme == "etcd":
         return EtcdMetadataStore.connect(spec.url, spec.timeout)  # etcd has no chroot
     return None
 
 
-def open_metadata_store(spec: StoreSpec, *, create: bool = True) -> MetadataStore:
-    """ZooKeeper for `zk:`, etcd for `etcd:`, the embedded store for `sqlite:`; without
-    `create`, a missing chroot or database file is not made (a missing file is an error)."""
-    store = _networked(spec, create)
+def open_store(spec: StoreSpec) -> MetadataStore:
+    """The store alone, its layout not checked (BookKeeper's tree walked by the audit's
+    executors, after the driver checked it): ZooKeeper, etcd, or an existing embedded one."""
+    store = _networked(spec)
     if store is not None:
         return store
-    return SqliteMetadataStore(_existing_file(spec, "metadata", create))
+    return SqliteMetadataStore(spec.url.path, create=False)
 
 
-def open_ledger_storage(
-    spec: StoreSpec, *, bookie_http: str = "", create: bool = True
-) -> LedgerStorage:
-    """BookKeeper's ledger metadata for `zk:` and `etcd:` (deleting through a bookie's HTTP
-    API if `bookie_http` is given), the embedded ledger store for `sqlite:`."""
-    store = _networked(spec, create)
-    if store is not None:
-        bookkeeper = BookKeeperLedgerStorage(store)
+def open_metadata_store(spec: StoreSpec) -> MetadataStore:
+    """Pulsar's metadata store, holding Pulsar's roots (`/admin`, `/managed-ledgers`)."""
+    store = open_store(spec)
+    try:
+        require_pulsar_layout(store, spec.where)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def open_ledger_storage(spec: StoreSpec, *, bookie_http: str = "") -> LedgerStorage:
+    """BookKeeper's ledger metadata for `zk:` and `etcd:` (its LAYOUT checked; deleting
+    through a bookie's HTTP API if `bookie_http` is given), the embedded ledger store (its
+    table checked) for `sqlite:`."""
+    store = _networked(spec)
+    if store is None:
         if bookie_http:
-            return BookieHttpLedgerStorage(bookkeeper, bookie_http, spec.timeout)
-        return bookkeeper
+            raise ConfigurationError("bookieHttpServiceUrl needs a zk: or etcd: ledger store")
+        return SqliteLedgerStorage(spec.url.path, create=False)
+    bookkeeper = BookKeeperLedgerStorage(store, where=spec.where)
+    try:
+        bookkeeper.verify_layout()
+    except BaseException:
+        bookkeeper.close()
+        raise
     if bookie_http:
-        raise ConfigurationError("bookieHttpServiceUrl needs a zk: or etcd: ledger store")
-    return SqliteLedgerStorage(_existing_file(spec, "ledger", create))
+        return BookieHttpLedgerStorage(bookkeeper, bookie_http, spec.timeout)
+    return bookkeeper
+
+
+def make_embedded_store(path: str | Path) -> None:
+    """A new embedded store at `path` (its directory made too), metadata and ledgers, laid
+    out as a Pulsar cluster's (`/admin`, `/managed-ledgers`; the ledgers in their table):
+    the demo's, and `run`'s local default. An existing one keeps what it holds (what it
+    lacks of its tables and roots is added)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    SqliteLedgerStorage(path).close()
+    store = SqliteMetadataStore(path)
+    try:
+        ManagedLedgerWriter(store).lay_out(bookkeeper=False)
+    finally:
+        store.close()
 
 
 def open_embedded_ledgers(spec: StoreSpec) -> SqliteLedgerStorage | None:
@@ -112,7 +142,7 @@ def open_embedded_ledgers(spec: StoreSpec) -> SqliteLedgerStorage | None:
     whose entries live on the bookies and whose metadata is in ZooKeeper or etcd."""
     if spec.url.scheme in ("zk", "etcd"):
         return None
-    return SqliteLedgerStorage(_existing_file(spec, "ledger", create=False))
+    return SqliteLedgerStorage(spec.url.path, create=False)
 
 
 def open_in_use_source(
@@ -123,12 +153,13 @@ def open_in_use_source(
 ) -> InUseLedgers:
     """inUseLedgersSource: the metadata store itself, or the brokers' admin API (through
     `admin`, the sidecar's one admin client, if given; else one of its own)."""
+    where = StoreSpec.metadata(config).where
     if config.in_use_ledgers_source == "METADATA":
-        return MetadataInUseLedgers(metadata, clock)
+        return MetadataInUseLedgers(metadata, clock, where)
     http = admin or AdminHttp.from_config(config)
     if http is None:
         raise ConfigurationError("inUseLedgersSource=ADMIN needs webServiceUrl")
-    return AdminApiInUseLedgers(http, clock=clock, schemas=metadata)
+    return AdminApiInUseLedgers(http, clock=clock, schemas=metadata, where=where)
 
 
 def open_offload_storage(config: ServiceConfiguration) -> OffloadStorage | None:

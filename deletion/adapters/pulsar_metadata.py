@@ -6,10 +6,18 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 
 from core.clock import WallClock, wall_clock
-from core.errors import DecodeError
+from core.errors import DecodeError, VersionConflictError
+from deletion.adapters.layout import (
+    BOOKKEEPER_LAYOUT,
+    PULSAR_ROOTS,
+    layout_path,
+    policies_path,
+    require_namespace,
+)
 from deletion.domain.ports import ANY_VERSION, Creators, MetadataStore, Stat, TopicLedgers
 from deletion.domain.references import (
     COMPACTED_LEDGER_PROPERTY,
@@ -19,7 +27,7 @@ from deletion.domain.references import (
     schema_references,
     walk_managed_ledger,
 )
-from deletion.domain.topics import TopicName, managed_ledger_path, schema_path
+from deletion.domain.topics import NamespaceName, TopicName, managed_ledger_path, schema_path
 from deletion.wire.proto.ml_data_formats_pb2 import ManagedCursorInfo, ManagedLedgerInfo
 from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
 
@@ -35,12 +43,17 @@ __all__ = [
 class MetadataInUseLedgers:
     """InUseLedgers read straight from Pulsar's metadata store.
 
-    A read or decode failure propagates: it means "unknown", never "not in use".
+    A read or decode failure propagates: it means "unknown", never "not in use". A topic
+    absent from the store counts as deleted only where the store holds its namespace
+    (deletion.adapters.layout.require_namespace, read after the topic's own nodes).
     """
 
-    def __init__(self, store: MetadataStore, clock: WallClock = wall_clock) -> None:
+    def __init__(
+        self, store: MetadataStore, clock: WallClock = wall_clock, where: str = "the metadata store"
+    ) -> None:
         self._store = store
         self._clock = clock
+        self._where = where
 
     def fetch(self, topic: TopicName) -> TopicLedgers:
         # Read the clock first: the snapshot is at least as fresh as fetched_at.
@@ -56,6 +69,7 @@ class MetadataInUseLedgers:
                 offloads.setdefault(ref.ledger_id, set()).add(ref.offload.uuid)
         uuids = {ledger_id: frozenset(named) for ledger_id, named in offloads.items()}
         if walk is None:
+            require_namespace(self._store, topic, self._where)
             return TopicLedgers(topic, False, ids, fetched_at, uuids, Creators(None, {}))
         data = [ref.ledger_id for ref in managed if ref.holder is Holder.MANAGED_LEDGER]
         creators = Creators(max(data, default=None), walk.cursor_ledgers)
@@ -67,6 +81,29 @@ class ManagedLedgerWriter:
 
     def __init__(self, store: MetadataStore) -> None:
         self._store = store
+
+    def lay_out(self, bookkeeper: bool = True) -> None:
+        """The cluster's roots, as `initialize-cluster-metadata`, the first bookie and the
+        first topic leave them: `/admin`, `/managed-ledgers`, and (`bookkeeper`: ledgers
+        kept as BookKeeper keeps them, in this store) `/ledgers/LAYOUT`."""
+        paths = {root: b"" for root in PULSAR_ROOTS}
+        if bookkeeper:
+            paths[layout_path()] = BOOKKEEPER_LAYOUT
+        for path, data in paths.items():
+            self._ensure(path, data)
+
+    def ensure_namespace(self, namespace: NamespaceName) -> None:
+        """The tenant's and the namespace's policies nodes, as `pulsar-admin tenants create`
+        and `namespaces create` write them (TenantInfo, Policies as JSON)."""
+        self._ensure(
+            f"/admin/policies/{namespace.tenant}", b'{"adminRoles":[],"allowedClusters":[]}'
+        )
+        self._ensure(policies_path(namespace), b"{}")
+
+    def _ensure(self, path: str, data: bytes) -> None:
+        if self._store.get(path) is None:
+            with contextlib.suppress(VersionConflictError):  # made meanwhile by another
+                self._store.create(path, data)
 
     def read(self, topic: TopicName) -> tuple[ManagedLedgerInfo, int] | None:
         node = self._store.get(managed_ledger_path(topic))
@@ -84,6 +121,7 @@ class ManagedLedgerWriter:
         data = info.SerializeToString()
         path = managed_ledger_path(topic)
         if version is None:
+            self.ensure_namespace(topic.namespace)  # Pulsar makes no topic without one
             return self._store.create(path, data)
         return self._store.set(path, data, version)
 
@@ -113,5 +151,6 @@ class ManagedLedgerWriter:
         locator.info.CopyFrom(locator.index[-1])
         path, data = schema_path(topic), locator.SerializeToString()
         if self._store.get(path) is None:
+            self.ensure_namespace(topic.namespace)
             return self._store.create(path, data)
         return self._store.set(path, data, ANY_VERSION)

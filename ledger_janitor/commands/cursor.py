@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from core.errors import ConfigurationError, DecodeError
+from core.errors import ConfigurationError, DecodeError, JanitorError
 from cursor.durable.inspection import inspect_cursor
 from cursor.durable.json_form import (
     cursor_info_from_json,
@@ -32,8 +32,15 @@ from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
 from ledger_janitor.commands.console import err
 from ledger_janitor.commands.cursor_files import chunk_files, plural, read_entries, written_summary
 from ledger_janitor.commands.cursor_inspect import print_inspection
-from ledger_janitor.commands.options import AsJson, ConfigFile, MetadataStoreOpt, Settings, load
+from ledger_janitor.commands.options import (
+    AsJson,
+    ConfigFile,
+    MetadataStoreOpt,
+    Settings,
+    load,
+)
 from ledger_janitor.commands.typer_app import command_group
+from ledger_janitor.sidecar.reachability import PROBE_SECONDS, store_unreachable
 
 cursor_app = command_group("Cursor acknowledgment state: decode, encode, inspect.")
 
@@ -196,6 +203,13 @@ def inspect(
     """A live cursor: its znode, its ledger's metadata, the state in the ledger when this
     ledger store holds entries, and whether the state reached the cap."""
     config = load(config_file, settings, metadata_store).config
+    # Seconds, not the ZooKeeper client's 30 s of retries, to say a store is not there.
+    ledgers = ledger_store or config.bookkeeper_metadata_service_uri or config.metadata_store_url
+    stores = {ledgers: "the ledger store", config.metadata_store_url: "the metadata store"}
+    for url, what in reversed(stores.items()):  # the metadata store first, named so
+        problem = store_unreachable(what, url, PROBE_SECONDS)
+        if problem is not None:
+            raise JanitorError(problem)
     doc = inspect_cursor(config, topic, cursor, ledger_store)
     if as_json:
         typer.echo(json.dumps(doc))

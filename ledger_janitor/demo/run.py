@@ -24,6 +24,7 @@ from rich.text import Text
 from config import ServiceConfiguration
 from consumers.observer import Observer
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
+from deletion.adapters.opening import make_embedded_store
 from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
 from deletion.domain.message import LedgerComponent, encode
 from deletion.domain.outcome import Outcome, Result
@@ -96,6 +97,7 @@ def run_demo(workdir: Path | None, console: Console) -> dict[str, Any]:
                 console.print(f"removed the previous demo's files: {cleared}", soft_wrap=True)
         with EmbeddedBroker(root / "broker") as broker:
             config = demo_configuration(root, broker.service_url)
+            make_embedded_store(root / "janitor.db")  # the one store the demo makes: its own
             sidecar = open_sidecar(config, client_log=root / "broker" / "client.log")
             try:
                 return _run(sidecar, console, started)

@@ -3,7 +3,11 @@
 A sidecar starts with its cluster, and its broker or ZooKeeper may come up after it or go
 away for a while: then it says in one line what it cannot reach, serves /ready as 503 with
 that reason, and keeps trying (1 s, 2 s, ... up to 30 s apart) until it can or is stopped.
-A wrong setting is not retried: it is reported and `run` exits.
+A store that answers but holds no cluster layout (no `/ledgers/LAYOUT`, no `/admin`: a
+wrong chroot, or a cluster whose bookies have not started yet) is waited for the same way,
+acting on nothing, with one error line (again only when the reason changes): exiting would
+crash-loop a broker pod's native sidecar and hold its broker back. A wrong setting (a named
+SQLite file that does not exist, say) is not retried: it is reported and `run` exits.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from prometheus_client import CollectorRegistry
 from config import ServiceConfiguration, parse_store_url
 from consumers.metrics import WorkerMetrics
 from consumers.worker import STOP_SECONDS, DeletionWorker, bounded
-from core.errors import BrokerError, LedgerStorageError, MetadataError
+from core.errors import BrokerError, LayoutError, LedgerStorageError, MetadataError
+from deletion.adapters.opening import make_embedded_store
 from deletion.domain.topics import NamespaceName
 from ledger_janitor import __version__, logs
 from ledger_janitor.sidecar.endpoint import OperationsEndpoint
@@ -112,9 +117,11 @@ def connect(
     worker: DeletionWorker | None = None
     delay = FIRST_RETRY_SECONDS
     probe_seconds = min(float(config.operation_timeout_seconds), PROBE_SECONDS)
+    said_layout = ""
     try:
         while not stop.is_set():
             problem = unreachable(config, probe_seconds)
+            layout = ""
             if problem is None:
                 try:
                     sidecar = sidecar or open_sidecar(config)
@@ -126,10 +133,16 @@ def connect(
                     return sidecar, worker
                 except NOT_RETRIED as exc:
                     raise BrokerError(f"the broker refused our credentials: {exc}") from None
+                except LayoutError as exc:
+                    problem = layout = f"{exc}; acting on nothing until it is there"
                 except RETRIED as exc:
                     problem = f"could not start: {type(exc).__name__}: {exc}"
             status.waiting(problem)
-            log.warning(problem, retry_in_seconds=delay)
+            if not layout:
+                log.warning(problem, retry_in_seconds=delay)
+            elif layout != said_layout:  # once, and again when the reason changes
+                log.error(layout, retry_in_seconds=delay)
+            said_layout = layout
             stop.wait(delay)
             delay = min(delay * 2, MAX_RETRY_SECONDS)
     except BaseException:
@@ -175,8 +188,7 @@ def _exit_now() -> None:
 
 
 def describe_start(config: ServiceConfiguration) -> None:
-    """The start-up line: version, stores, broker, admin URL and namespaces; and a warning
-    when the embedded store is about to be created (the local default, not a cluster)."""
+    """The start-up line: version, stores, broker, admin URL and namespaces."""
     ledgers = config.bookkeeper_metadata_service_uri or config.metadata_store_url
     admin = config.web_service_url or "none"
     namespaces = ",".join(config.deletion_namespaces) or EVERY_NAMESPACE
@@ -191,14 +203,23 @@ def describe_start(config: ServiceConfiguration) -> None:
         admin_url=config.web_service_url or None,
         namespaces=list(config.deletion_namespaces) or EVERY_NAMESPACE,
     )
-    for url in dict.fromkeys((config.metadata_store_url, ledgers)):
-        store = parse_store_url(url)
-        if store.scheme == "sqlite" and not Path(store.path).exists():
-            log.warning(
-                f"creating the embedded SQLite store {Path(store.path).resolve()} "
-                "(metadataStoreUrl's local default, not a Pulsar cluster's metadata): for a "
-                "cluster, set metadataStoreUrl=zk:host:2181 (or --metadata-store)"
-            )
+
+
+def make_local_default(config: ServiceConfiguration) -> None:
+    """With no store named, the local default (`sqlite:ledger-janitor.db`) is made if
+    missing, with a warning: the one store `run` makes. A store named must exist."""
+    default = ServiceConfiguration().metadata_store_url
+    ledgers = config.bookkeeper_metadata_service_uri or config.metadata_store_url
+    if {config.metadata_store_url, ledgers} != {default}:
+        return  # a store named: it must exist (nothing makes it)
+    path = Path(parse_store_url(default).path)
+    if not path.exists():
+        log.warning(
+            f"creating the embedded SQLite store {path.resolve()} "
+            "(metadataStoreUrl's local default, not a Pulsar cluster's metadata): for a "
+            "cluster, set metadataStoreUrl=zk:host:2181 (or --metadata-store)"
+        )
+    make_embedded_store(path)  # made, or one made by an older version laid out as now
 
 
 def start_endpoint(
@@ -222,6 +243,7 @@ def run_sidecar(config: ServiceConfiguration, stop: threading.Event | None = Non
     endpoint = start_endpoint(config, status)  # a port in use ends `run` before anything else
     describe_start(config)
     try:
+        make_local_default(config)
         connected = connect(config, stop, status, endpoint.registry if endpoint else None)
         if connected is None:
             log.info("stopped before connecting")

@@ -18,8 +18,11 @@ from consumers.observer import Observer
 from consumers.reconsume import Reconsumer, RetryPolicy
 from consumers.worker import DeletionWorker, WorkerSettings
 from core.clock import WallClock, wall_clock
-from core.errors import JanitorError
+from core.errors import JanitorError, LayoutError
 from deletion.adapters.admin_api import AdminApiInUseLedgers
+from deletion.adapters.layout import require_pulsar_layout
+from deletion.adapters.ledgers.bookie_http import BookieHttpLedgerStorage
+from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.opening import (
     StoreSpec,
     open_in_use_source,
@@ -144,11 +147,17 @@ class Sidecar:
         return DeletionWorker(self.client, handler, namespaces, settings, clock, observers)
 
     def metadata_reachable(self) -> tuple[bool, str]:
+        """Reachable, and still laid out as the cluster's (its roots, BookKeeper's LAYOUT):
+        a store wiped or swapped under a running sidecar makes it not ready."""
         if isinstance(self.metadata, ZooKeeperMetadataStore) and not self.metadata.client.connected:
             # A request would wait for the reconnection; readiness must answer now.
             return False, f"metadata store unreachable: ZooKeeper {self.metadata.client.state}"
         try:
-            self.metadata.children("/")
+            require_pulsar_layout(self.metadata, StoreSpec.metadata(self.config).where)
+            if isinstance(self.ledgers, BookKeeperLedgerStorage | BookieHttpLedgerStorage):
+                self.ledgers.verify_layout()
+        except LayoutError as exc:
+            return False, str(exc)
         except JanitorError as exc:
             return False, f"metadata store unreachable: {exc}"
         return True, "metadata store reachable"
@@ -169,12 +178,14 @@ def open_sidecar(config: ServiceConfiguration, client_log: Path | None = None) -
     (`logs.client_log_path`), so that stdout holds nothing of it."""
     client_log = client_log or logs.client_log_path()
     with ExitStack() as stack:
-        metadata = open_metadata_store(StoreSpec.metadata(config))
-        stack.callback(metadata.close)
+        # Each store proves it is the cluster's (its layout) before anything is written to
+        # either; the ledgers first: where they are, "already gone" is concluded.
         ledgers = open_ledger_storage(
             StoreSpec.ledgers(config), bookie_http=config.bookie_http_service_url
         )
         stack.callback(ledgers.close)
+        metadata = open_metadata_store(StoreSpec.metadata(config))
+        stack.callback(metadata.close)
         parts = stack.enter_context(open_phase_one(config, metadata, client_log))
         return Sidecar(
             config,

@@ -18,8 +18,9 @@ import pytest
 
 from core.clock import EpochSeconds
 from deletion.adapters.admin_api import AdminApiInUseLedgers
+from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
-from deletion.domain.topics import TopicName
+from deletion.domain.topics import NamespaceName, TopicName
 from harness.pki import Pki, make_pki
 from transport.admin_http import AdminHttp
 
@@ -183,8 +184,14 @@ def serve() -> Iterator[Serve]:
 @pytest.fixture
 def schemas(tmp_path: Path) -> Iterator[SqliteMetadataStore]:
     """The metadata store a topic's schema locators are read from when the broker has no
-    such topic: a real (embedded) store, empty unless a test writes a locator."""
+    such topic: a real (embedded) store, laid out as a cluster's that holds the namespaces
+    `acme/orders` and `acme/other` (the absence of a locator means something only there),
+    and no locator unless a test writes one."""
     store = SqliteMetadataStore(tmp_path / "metadata.db")
+    writer = ManagedLedgerWriter(store)
+    writer.lay_out()
+    for namespace in ("acme/orders", "acme/other"):
+        writer.ensure_namespace(NamespaceName.parse(namespace))
     yield store
     store.close()
 

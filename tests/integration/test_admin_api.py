@@ -11,6 +11,7 @@ import pytest
 from core.clock import EpochSeconds
 from core.errors import (
     DecodeError,
+    LayoutError,
     MetadataError,
     TransientMetadataError,
 )
@@ -156,7 +157,6 @@ def test_malformed_partitioned_answers_are_decode_errors(
         "Topic persistent://acme/orders/invoices not found",
         "Topic not found",
         "Topic does not exist",
-        "Namespace does not exist",
     ],
 )
 def test_404_from_pulsar_means_the_topic_is_gone(
@@ -166,6 +166,27 @@ def test_404_from_pulsar_means_the_topic_is_gone(
     found = connect(broker.url).fetch(TOPIC)
     assert (found.exists, found.ledger_ids, found.fetched_at) == (False, frozenset(), NOW)
     assert found.topic == TOPIC
+
+
+@pytest.mark.parametrize("reason", ["Namespace does not exist", "Tenant does not exist"])
+def test_a_broker_that_knows_no_such_namespace_is_unknown(
+    serve: Serve, connect: Connect, reason: str
+) -> None:
+    """The metadata store holds the namespace (the fixture's): a broker without it is
+    another cluster's, or one deleting it; either way its topics are not known deleted."""
+    broker = serve(lambda seen: pulsar_error(404, reason))
+    assert reason in str(raised(lambda: connect(broker.url).fetch(TOPIC), MetadataError))
+
+
+def test_a_topic_the_broker_does_not_know_is_unknown_where_the_store_lacks_its_namespace(
+    serve: Serve, connect: Connect, schemas: SqliteMetadataStore
+) -> None:
+    """No schema locator proves nothing in a store without the topic's namespace (a wrong
+    metadataStoreUrl beside the right webServiceUrl): unknown, not "no schema ledgers"."""
+    stranger = TopicName.parse("persistent://elsewhere/ns/invoices")
+    broker = serve(lambda seen: pulsar_error(404, "Topic not found"))
+    error = raised(lambda: connect(broker.url).fetch(stranger), LayoutError)
+    assert "no /admin/policies/elsewhere/ns" in str(error)
 
 
 def _locator(*ledger_ids: int) -> bytes:

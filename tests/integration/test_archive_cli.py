@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pulsar
 
+from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.domain import message
 from deletion.domain import message_properties as props
 from deletion.domain.topics import ARCHIVE_SUBSCRIPTION, ARCHIVE_TOPIC, NamespaceName, TopicName
+from harness.janitor import embedded_store
 from harness.process import run_cli
 from ledger_janitor.commands.console import one_line
 from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
@@ -54,6 +56,7 @@ def test_archive_list_without_namespace_finds_every_namespace_with_an_archive(
     """The namespace is known only by its archive topic's managed ledger: its deletion topic
     is gone, and nothing registered it. It used to print "0 archived"."""
     store_path = tmp_path / "janitor.db"
+    embedded_store(store_path)
     store = SqliteMetadataStore(str(store_path))
     try:
         store.create(
@@ -79,7 +82,7 @@ def test_archive_list_with_no_namespace_known_says_what_to_do(
     broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     listed = cli(
-        "archive", "list", "--metadata-store", f"sqlite:{tmp_path / 'empty.db'}",
+        "archive", "list", "--metadata-store", embedded_store(tmp_path / "empty.db"),
         "--broker-url", broker.service_url,
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr
@@ -90,7 +93,7 @@ def test_archive_list_with_no_namespace_known_says_what_to_do(
 
 def test_commands_that_need_the_broker_say_at_once_that_it_is_not_there(tmp_path: Path) -> None:
     url = f"pulsar://127.0.0.1:{free_port()}"
-    store = f"sqlite:{tmp_path / 'janitor.db'}"
+    store = embedded_store(tmp_path / "janitor.db")
     for args in (
         ("archive", "list", "-n", "a/b"),
         ("archive", "drain", "-n", "a/b", "--yes"),
@@ -117,10 +120,12 @@ def test_tables_off_a_terminal_hold_every_value_whole_one_row_a_line(
     topic = "settlement-events-of-the-european-region-partition-11"
     reason = "gave up after 10 reconsumes:\nledger still referenced by its managed ledger " * 2
     store_path = tmp_path / "janitor.db"
+    embedded_store(store_path)
     store = SqliteMetadataStore(str(store_path))
     try:
         local = f"/managed-ledgers/{namespace.tenant}/{namespace.namespace}/persistent"
         store.create(f"{local}/{ARCHIVE_TOPIC}", b"")
+        ManagedLedgerWriter(store).ensure_namespace(namespace)  # a cluster's namespace
     finally:
         store.close()
     for ledger_id in (424242, 424243):

@@ -12,6 +12,7 @@ import pytest
 
 from deletion.domain import message
 from deletion.domain.topics import NamespaceName
+from harness.janitor import embedded_store
 from harness.leaks import survivors
 from harness.process import run_cli
 from ledger_janitor.demo.embedded import EmbeddedBroker
@@ -116,7 +117,7 @@ def test_enqueue_sends_a_delayed_pending_deletion(
             "--broker-url",
             broker.service_url,
             "--metadata-store",
-            f"sqlite:{tmp_path / 'janitor.db'}",
+            embedded_store(tmp_path / "janitor.db"),
             "--set",
             "sendDelaySecondsOfTwoPhaseDeletion=7",
         )

@@ -12,6 +12,7 @@ from core.errors import (
     DecodeError,
     TransientMetadataError,
 )
+from deletion.adapters.layout import BOOKKEEPER_LAYOUT
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.ports import ANY_VERSION, Deletion
@@ -108,7 +109,7 @@ def test_ledger_ids_around_integer_max_on_zookeeper(zk: Backend) -> None:
     factory = ZkLedgerFactory(zk.metadata, first_id=2**31 - 2)
     ids = [factory.create_ledger({"n": bytes([i])}) for i in range(3)]
     assert ids == [2**31 - 2, 2**31 - 1, 2**31]
-    assert zk.metadata.children("/ledgers") == ["000", "21"]
+    assert zk.metadata.children("/ledgers") == ["000", "21", "LAYOUT"]
     assert zk.metadata.get("/ledgers/21/4748/L3646") is not None
     assert zk.metadata.get("/ledgers/000/0000/0021/4748/L3647") is not None
     assert zk.metadata.get("/ledgers/000/0000/0021/4748/L3648") is not None
@@ -194,6 +195,7 @@ def test_bookkeeper_storage_under_another_ledgers_root(zk: Backend) -> None:
     zk.metadata.create(bk.ledger_path(7), _znode({"at": b"default"}))
     zk.metadata.create(bk.ledger_path(7, "/other/ledgers"), _znode({"at": b"other"}))
     zk.metadata.create(bk.ledger_path(8, "/other/ledgers"), _znode({"at": b"other"}))
+    zk.metadata.create("/other/ledgers/LAYOUT", BOOKKEEPER_LAYOUT)  # BookKeeper's, there too
     other = BookKeeperLedgerStorage(zk.metadata, root="/other/ledgers")
     record = other.ledger(7)
     assert record is not None and dict(record.custom_metadata) == {"at": b"other"}
@@ -209,8 +211,7 @@ def test_ledger_ids_walks_both_layouts_and_skips_bookkeepers_own_nodes(zk: Backe
     ids = [1, 2, 10_000, 2**31 - 2, 2**31 - 1, 2**40, 2**63 - 1]
     for ledger_id in ids:
         zk.metadata.create(bk.ledger_path(ledger_id), _znode({}))
-    for own in [
-        "/ledgers/LAYOUT",
+    for own in [  # and LAYOUT, laid out with the chroot
         "/ledgers/INSTANCEID",
         "/ledgers/available/bookie-1:3181",
         "/ledgers/idgen/ID-0000000042",

@@ -82,6 +82,7 @@ def test_metadata_under_the_raw_name_is_not_the_topics(
     backend: Backend, namespace: NamespaceName
 ) -> None:
     topic = TopicName(namespace, "e f:g")
+    ManagedLedgerWriter(backend.metadata).ensure_namespace(namespace)  # the store holds it
     info = ManagedLedgerInfo()
     info.ledgerInfo.add(ledgerId=99)
     backend.metadata.create(

@@ -15,7 +15,7 @@ import pytest
 
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.http import serving
-from harness.janitor import Backend, JanitorFactory, zookeeper_backend
+from harness.janitor import Backend, JanitorFactory, embedded_store, zookeeper_backend
 from harness.process import wait_until
 from harness.pulsar_lite import skip_consumer_ids
 from harness.zookeeper import ZooKeeperServer
@@ -141,7 +141,7 @@ def test_broker_loss_and_recovery_are_logged_once_and_stdout_stays_clean(
 ) -> None:
     broker = EmbeddedBroker(tmp_path / "broker", port=free_port()).start()
     try:
-        args = ["--metadata-store", f"sqlite:{tmp_path / 'janitor.db'}"]
+        args = ["--metadata-store", embedded_store(tmp_path / "janitor.db")]
         args += ["--broker-url", broker.service_url, *settings(deletionNamespaces=namespace)]
         with running(*args) as run:
             wait_until(lambda: run.status("/ready") == 200, 60, "readiness")

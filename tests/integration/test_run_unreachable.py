@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from deletion.domain.topics import NamespaceName
+from harness.janitor import embedded_store
 from harness.process import wait_until
 from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
 
@@ -93,7 +94,7 @@ def test_broker_down_is_said_at_once_then_retried_until_it_is_up(
     url = f"pulsar://127.0.0.1:{broker_port}"
     began = time.monotonic()
     running = run_janitor(
-        f"sqlite:{tmp_path / 'janitor.db'}", url, f"deletionNamespaces={namespace}"
+        embedded_store(tmp_path / "janitor.db"), url, f"deletionNamespaces={namespace}"
     )
     wait_until(lambda: running.said(f"cannot reach the broker at {url}"), QUICKLY, "the line")
     assert time.monotonic() - began < QUICKLY
@@ -124,7 +125,7 @@ def test_no_namespace_to_watch_is_said_and_idle_is_ready(
 ) -> None:
     """A fresh cluster has no deletion topic yet: the sidecar says so, and is ready (a
     readiness probe must not keep the broker's pod NotReady for it)."""
-    running = run_janitor(f"sqlite:{tmp_path / 'janitor.db'}", broker.service_url)
+    running = run_janitor(embedded_store(tmp_path / "janitor.db"), broker.service_url)
     wait_until(lambda: running.said("no namespace to watch"), QUICKLY * 3, "the line")
     assert running.said("deletionNamespaces=tenant/namespace")
     wait_until(lambda: running.ready()[0] == 200, QUICKLY, "readiness")

@@ -25,8 +25,8 @@ from ledger_janitor.demo.embedded import EmbeddedBroker
 from tests.reliability.oracle import GroundTruth, ml_path, pending, schema_path
 from tests.reliability.raw_ledgers import ZooKeeperLedgers
 
+# Besides LAYOUT, which the backend lays out (no store is read without it).
 BOOKKEEPER_OWN = [
-    "/ledgers/LAYOUT",
     "/ledgers/INSTANCEID",
     "/ledgers/available/bookie-1:3181",
     "/ledgers/idgen/ID-0000000042",

@@ -8,12 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from config import parse_store_url
 from config.zookeeper_tls import ZooKeeperTls
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
-from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.topics import NamespaceName, TopicName
-from harness.janitor import Backend, JanitorFactory, ZkLedgerFactory
+from harness.janitor import Backend, JanitorFactory, ZkLedgerFactory, chrooted
 from harness.process import run_cli, start_sidecar, stop_sidecar, wait_until
 from harness.zookeeper import ZooKeeperServer, pem_store
 from harness.zookeeper_tls_fixtures import Secured, client_file
@@ -27,9 +25,7 @@ def test_the_sidecar_deletes_an_unreferenced_ledger_over_tls(
 ) -> None:
     server, tls, _ = secured
     url = f"zk:{server.hosts}{chroot}"
-    store = ZooKeeperMetadataStore.connect(
-        parse_store_url(url), tls=ZooKeeperTls(str(tls.client_store), str(tls.ca_file))
-    )
+    store = chrooted(server.hosts, chroot, ZooKeeperTls(str(tls.client_store), str(tls.ca_file)))
     backend = Backend(
         "zookeeper", url, store, BookKeeperLedgerStorage(store), ZkLedgerFactory(store)
     )

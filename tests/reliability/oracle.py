@@ -168,6 +168,13 @@ class GroundTruth:
             self.new_ledger(topic, LedgerComponent.SCHEMA_STORAGE) for _ in range(schema_versions)
         ]
         ids = [self.new_ledger(topic, LedgerComponent.MANAGED_LEDGER) for _ in range(ledgers)]
+        # Pulsar makes no topic outside a namespace: its policies node comes first
+        # (NamespaceResources.createPolicies), and only where it is does an absent topic
+        # count as deleted.
+        namespace = topic.namespace
+        for path in (f"/admin/policies/{namespace.tenant}", f"/admin/policies/{namespace}"):
+            if self._store.get(path) is None:
+                self._store.create(path, b"{}")
         truth.version = self._store.create(ml_path(topic), _ml_info(ids)).version
         truth.ledgers = ids
         for cursor, ledger_id in new_cursors.items():

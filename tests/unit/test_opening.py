@@ -1,4 +1,4 @@
-"""Which adapter a store URL opens, and what a read-only opening refuses to create."""
+"""Which adapter a store URL opens; that no opening creates a store, and what each refuses."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 
 from config import ServiceConfiguration, parse_store_url
-from core.errors import ConfigurationError, TransientMetadataError
+from core.errors import ConfigurationError, LayoutError, TransientMetadataError
 from deletion.adapters.ledgers.sqlite import SqliteLedgerStorage
 from deletion.adapters.opening import (
     StoreSpec,
+    make_embedded_store,
     open_embedded_ledgers,
     open_ledger_storage,
     open_metadata_store,
+    open_store,
 )
 from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.adapters.stores.zookeeper import DIGEST_ENV
@@ -25,19 +27,23 @@ def sqlite(path: Path) -> StoreSpec:
     return StoreSpec(parse_store_url(f"sqlite:{path}"))
 
 
-def test_a_sqlite_url_opens_the_embedded_stores_making_the_directory(tmp_path: Path) -> None:
+def test_only_make_embedded_store_makes_a_store_and_the_openings_read_it(tmp_path: Path) -> None:
     spec = sqlite(tmp_path / "new" / "janitor.db")
+    make_embedded_store(tmp_path / "new" / "janitor.db")  # the directory too
     metadata = open_metadata_store(spec)
     ledgers = open_ledger_storage(spec)
     try:
         assert isinstance(metadata, SqliteMetadataStore)
         assert isinstance(ledgers, SqliteLedgerStorage)
+        # laid out as a cluster's: the roots the openings require
+        assert metadata.get("/admin") is not None and metadata.get("/managed-ledgers") is not None
         metadata.create("/a", b"x")
         ledger_id = ledgers.create_ledger({"k": b"v"})
     finally:
         ledgers.close()
         metadata.close()
-    reopened = open_metadata_store(spec, create=False)
+    make_embedded_store(tmp_path / "new" / "janitor.db")  # an existing one is left as it is
+    reopened = open_metadata_store(spec)
     entries = open_embedded_ledgers(spec)
     try:
         node = reopened.get("/a")
@@ -51,15 +57,39 @@ def test_a_sqlite_url_opens_the_embedded_stores_making_the_directory(tmp_path: P
             entries.close()
 
 
-def test_a_read_only_opening_creates_no_file(tmp_path: Path) -> None:
+def test_no_opening_creates_a_file(tmp_path: Path) -> None:
     spec = sqlite(tmp_path / "absent" / "janitor.db")
     with pytest.raises(ConfigurationError, match=r"no embedded metadata store at .*janitor\.db"):
-        open_metadata_store(spec, create=False)
+        open_metadata_store(spec)
     with pytest.raises(ConfigurationError, match=r"no embedded ledger store at .*janitor\.db"):
-        open_ledger_storage(spec, create=False)
+        open_ledger_storage(spec)
     with pytest.raises(ConfigurationError, match="no embedded ledger store"):
         open_embedded_ledgers(spec)
     assert not (tmp_path / "absent").exists()
+    (tmp_path / "absent").mkdir()
+    with pytest.raises(ConfigurationError, match="nothing is created"):
+        open_store(spec)
+    assert list((tmp_path / "absent").iterdir()) == []
+
+
+def test_a_file_that_is_not_an_embedded_store_is_refused_unchanged(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    SqliteLedgerStorage(other).close()  # a ledger store, named as the metadata store
+    before = other.read_bytes()
+    with pytest.raises(LayoutError, match=r"no metadata_nodes table in .*other\.db"):
+        open_metadata_store(sqlite(other))
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    with pytest.raises(LayoutError, match="no ledgers table"):
+        open_ledger_storage(sqlite(text))
+    assert other.read_bytes() == before and text.read_text() == "not a database"
+
+
+def test_an_embedded_store_without_pulsars_roots_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bare.db"
+    SqliteMetadataStore(path).close()  # the table, but nothing a cluster writes
+    with pytest.raises(LayoutError, match=rf"no /admin in the embedded store {path}: wrong"):
+        open_metadata_store(sqlite(path))
 
 
 def test_bookie_http_needs_bookkeeper(tmp_path: Path) -> None:
@@ -72,17 +102,20 @@ def test_a_zk_url_opens_zookeeper() -> None:
     port = free_port()
     spec = StoreSpec(parse_store_url(f"zk:127.0.0.1:{port}/pulsar"), timeout=0.5)
     # Nothing listens there: only the ZooKeeper adapter would try to connect, and say where.
-    for create in (True, False):
-        with pytest.raises(
-            TransientMetadataError, match=f"cannot reach ZooKeeper at 127.0.0.1:{port}"
-        ):
-            open_metadata_store(spec, create=create)
-        with pytest.raises(
-            TransientMetadataError, match=f"cannot reach ZooKeeper at 127.0.0.1:{port}"
-        ):
-            open_ledger_storage(spec, create=create)
+    with pytest.raises(TransientMetadataError, match=f"cannot reach ZooKeeper at 127.0.0.1:{port}"):
+        open_metadata_store(spec)
+    with pytest.raises(TransientMetadataError, match=f"cannot reach ZooKeeper at 127.0.0.1:{port}"):
+        open_ledger_storage(spec)
     # BookKeeper's entries are on bookies: nothing to open, nothing connected to.
     assert open_embedded_ledgers(spec) is None
+
+
+def test_a_spec_names_its_store() -> None:
+    assert StoreSpec(parse_store_url("zk:h:2181,g:2182/pulsar")).where == (
+        "ZooKeeper at h:2181,g:2182/pulsar"
+    )
+    assert StoreSpec(parse_store_url("etcd:http://e:2379")).where == "etcd at http://e:2379"
+    assert StoreSpec(parse_store_url("sqlite:x.db")).where == "the embedded store x.db"
 
 
 def test_the_specs_follow_the_configuration() -> None:

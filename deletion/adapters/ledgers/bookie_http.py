@@ -31,6 +31,9 @@ class BookieHttpLedgerStorage(LedgerStorage):
         self._url = base_url.rstrip("/") + "/api/v1/ledger/delete"
         self._client = client or httpx.Client(timeout=timeout_seconds, trust_env=False)
 
+    def verify_layout(self) -> None:
+        self._metadata.verify_layout()
+
     def ledger(self, ledger_id: int) -> LedgerRecord | None:
         return self._metadata.ledger(ledger_id)
 

@@ -1,12 +1,19 @@
 """LedgerStorage for a real BookKeeper: deleting a ledger is deleting its metadata znode.
 
 That is all the Java client's deleteLedger does; bookies garbage-collect the entries.
+
+A ledger found missing is "gone" only while the store still holds BookKeeper's LAYOUT
+(deletion.adapters.layout): a read of the ledgers reads LAYOUT in the same batch, after them;
+a delete that finds a ledger gone reads LAYOUT next. Without it the answer is a LayoutError
+(unknown), never "gone": a chroot wiped or a store swapped under a running sidecar must not
+turn every pending deletion into "already gone".
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
+from deletion.adapters.layout import LEDGERS_ROOT, layout_path, missing
 from deletion.domain.ports import (
     ANY_VERSION,
     Deletion,
@@ -19,15 +26,29 @@ from deletion.wire import bookkeeper_metadata as formats
 
 
 class BookKeeperLedgerStorage(LedgerStorage):
-    def __init__(self, store: MetadataStore, root: str = "/ledgers") -> None:
+    def __init__(
+        self, store: MetadataStore, root: str = LEDGERS_ROOT, where: str = "the ledger store"
+    ) -> None:
+        """`where` names the store in errors, e.g. `ZooKeeper at zk1:2181/pulsar`."""
         self._store = store
         self._root = root
+        self._layout = layout_path(root)
+        self._where = where
+
+    def verify_layout(self) -> None:
+        """BookKeeper's LAYOUT is there, else LayoutError."""
+        if self._store.get(self._layout) is None:
+            raise missing(self._layout, self._where)
 
     def ledger(self, ledger_id: int) -> LedgerRecord | None:
-        return self._record(ledger_id, self._store.get(self._path(ledger_id)))
+        return self.ledgers([ledger_id])[ledger_id]
 
     def ledgers(self, ledger_ids: Sequence[int]) -> dict[int, LedgerRecord | None]:
-        nodes = self._store.get_many([self._path(ledger_id) for ledger_id in ledger_ids])
+        """One batch: the ledgers' nodes, then LAYOUT (one multiRead on ZooKeeper)."""
+        paths = [self._path(ledger_id) for ledger_id in ledger_ids]
+        *nodes, layout = self._store.get_many([*paths, self._layout])
+        if layout is None:
+            raise missing(self._layout, self._where)
         return {i: self._record(i, node) for i, node in zip(ledger_ids, nodes, strict=True)}
 
     def _path(self, ledger_id: int) -> str:
@@ -65,11 +86,16 @@ class BookKeeperLedgerStorage(LedgerStorage):
                 stack.extend(f"{path}/{child}" for child in reversed(children))
 
     def delete_ledger(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
-        return self._store.delete(self._path(ledger_id), expected_version)
+        deleted = self._store.delete(self._path(ledger_id), expected_version)
+        if not deleted:
+            self.verify_layout()
+        return deleted
 
     def delete_ledgers(self, versions: Mapping[int, int]) -> dict[int, Deletion]:
         ids = list(versions)
         outcomes = self._store.delete_many([(self._path(i), versions[i]) for i in ids])
+        if Deletion.GONE in outcomes:
+            self.verify_layout()
         return dict(zip(ids, outcomes, strict=True))
 
     def close(self) -> None:

@@ -41,8 +41,10 @@ CREATE TABLE IF NOT EXISTS ledger_deletions (
 
 
 class SqliteLedgerStorage(LedgerStorage):
-    def __init__(self, path: str | Path) -> None:
-        self._db = EmbeddedDatabase(path, _SCHEMA)
+    def __init__(self, path: str | Path, create: bool = True) -> None:
+        """Without `create`, the file must already be an embedded ledger store: its layout
+        is its `ledgers` table, so a missing ledger there is gone."""
+        self._db = EmbeddedDatabase(path, _SCHEMA, "ledgers", "ledger", create)
 
     def create_ledger(self, custom_metadata: Mapping[str, bytes]) -> int:
         with self._db.transaction() as conn:

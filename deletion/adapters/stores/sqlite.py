@@ -34,8 +34,9 @@ def _check_path(path: str) -> None:
 
 
 class SqliteMetadataStore(MetadataStore):
-    def __init__(self, path: str | Path) -> None:
-        self._db = EmbeddedDatabase(path, _SCHEMA)
+    def __init__(self, path: str | Path, create: bool = True) -> None:
+        """Without `create`, the file must already be an embedded metadata store."""
+        self._db = EmbeddedDatabase(path, _SCHEMA, "metadata_nodes", "metadata", create)
 
     def get(self, path: str) -> Node | None:
         _check_path(path)

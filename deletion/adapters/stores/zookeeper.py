@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -109,7 +110,11 @@ def _started(hosts: str, timeout: float, options: dict[str, Any]) -> KazooClient
         options = {**options, "logger": witness.logger}
     client = KazooClient(hosts=hosts, timeout=timeout, handler=SelectHandler(), **options)
     try:
-        client.start(timeout=timeout)
+        with warnings.catch_warnings():
+            # kazoo warns (two lines on stderr) when the chroot does not exist; the layout
+            # checks say so in one line instead (deletion.adapters.layout).
+            warnings.filterwarnings("ignore", message="No chroot path exists")
+            client.start(timeout=timeout)
     except (KazooException, KazooTimeoutError) as exc:
         client.stop()
         client.close()
@@ -124,22 +129,12 @@ def connect_client(
     chroot: str = "",
     timeout: float = 15.0,
     digest: str | None = None,
-    create_chroot: bool = True,
     tls: ZooKeeperTls | None = None,
 ) -> KazooClient:
     """A started kazoo client under `chroot`, authenticated with the digest credentials
-    (`digest`, else this process's), over TLS if `tls`. Only with `create_chroot` is a
-    missing chroot made."""
+    (`digest`, else this process's), over TLS if `tls`. A missing chroot is never made:
+    every read under it finds nothing, which the layout checks refuse."""
     options = _client_options(digest_from_env() if digest is None else digest, tls)
-    if chroot and create_chroot:
-        # kazoo resolves every path under the chroot, which must exist first.
-        bare = _started(hosts, timeout, options)
-        try:
-            with _translated(chroot):
-                bare.ensure_path(chroot)
-        finally:
-            bare.stop()
-            bare.close()
     return _started(hosts + chroot, timeout, options)
 
 
@@ -225,10 +220,9 @@ class ZooKeeperMetadataStore(MetadataStore):
         url: StoreUrl,
         timeout: float = 15.0,
         digest: str | None = None,
-        create_chroot: bool = True,
         tls: ZooKeeperTls | None = None,
     ) -> ZooKeeperMetadataStore:
-        client = connect_client(url.hosts, url.chroot, timeout, digest, create_chroot, tls)
+        client = connect_client(url.hosts, url.chroot, timeout, digest, tls)
         return cls(client, owns_client=True, reply_timeout=2 * timeout)
 
     @property

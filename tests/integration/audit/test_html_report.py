@@ -17,13 +17,13 @@ import pytest
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
-from config import parse_store_url
 from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.chromium import dump_dom
 from harness.dom import RenderedPage, read_dom
+from harness.janitor import chrooted
 from harness.zookeeper import ZooKeeperServer
 from tests.integration.audit.planting import ZkLedgers
 from tests.integration.audit.test_end_to_end import cli_app
@@ -161,7 +161,7 @@ def test_an_audit_from_files_writes_a_page_chromium_shows_right(
 
 @pytest.fixture
 def zk_store(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[ZooKeeperMetadataStore]:
-    store = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{zookeeper.hosts}{chroot}"))
+    store = chrooted(zookeeper.hosts, chroot)
     yield store
     store.close()
 

@@ -66,7 +66,6 @@ def test_a_wide_sparse_tree_of_both_layouts_is_read_whole(
     short = [i * 10_000 + 7 for i in range(60)]  # one ledger per 2-4-4 leaf parent
     long = [2**40 + i * 10_000 for i in range(25)]  # one per 3-4-4-4-4 leaf parent
     plant(zk_client, short + long)
-    zk_client.create("/ledgers/LAYOUT", b"2\nhierarchical")
     zk_client.create("/ledgers/00/0000/L12x4", b"not a ledger name")
     assert sorted(row[0] for row in scan_all(target)) == short + long
 

@@ -15,7 +15,7 @@ from audit.progress import ScanProgress
 from audit.scan.ledgers import ZooKeeperTarget, expand_buckets, zookeeper_inventory
 from audit.scan.references import metadata_references
 from config import parse_store_url
-from core.errors import MetadataError
+from core.errors import LayoutError, MetadataError
 from deletion.adapters.opening import StoreSpec
 from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
@@ -23,6 +23,7 @@ from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName, managed_ledger_path
 from deletion.wire.metadata_codec import wrap
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType, ManagedCursorInfo
+from harness.janitor import chrooted, make_chroot
 from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.demo.embedded import free_port
 from ledger_janitor.demo.seeding import TopicSeeder
@@ -37,7 +38,7 @@ def at(hosts: str, timeout: float = 30.0) -> StoreSpec:
 
 @pytest.fixture
 def store(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[ZooKeeperMetadataStore]:
-    opened = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{zookeeper.hosts}{chroot}"))
+    opened = chrooted(zookeeper.hosts, chroot)
     yield opened
     opened.close()
 
@@ -91,7 +92,9 @@ def test_inventory_scan_reads_every_ledger_of_both_layouts(
 def test_inventory_scan_refuses_a_store_without_a_ledger_tree(
     spark: SparkSession, store: ZooKeeperMetadataStore, zookeeper: ZooKeeperServer, chroot: str
 ) -> None:
-    with pytest.raises(AuditError, match="no /ledgers"):
+    store.delete("/ledgers/LAYOUT")  # a ledgers root, but not BookKeeper's
+    where = f"ZooKeeper at {zookeeper.hosts}{chroot}"
+    with pytest.raises(LayoutError, match=f"no /ledgers/LAYOUT in {where}: wrong store"):
         zookeeper_inventory(spark, ZooKeeperTarget(at(f"{zookeeper.hosts}{chroot}")))
 
 
@@ -165,11 +168,16 @@ def test_unreadable_metadata_aborts_the_audit(
         run_audit(spark, _options(zookeeper, chroot, chroot), progress)
 
 
-@pytest.mark.filterwarnings("ignore:No chroot path exists")
 def test_a_metadata_store_without_references_is_refused(
     spark: SparkSession, store: ZooKeeperMetadataStore, zookeeper: ZooKeeperServer, chroot: str
 ) -> None:
     TopicSeeder(store, ZkLedgers(store)).seed(TopicName(ACME, "t"), 2)
     progress = ScanProgress(spark.sparkContext, Console(quiet=True))
-    with pytest.raises(AuditError, match="no references at all"):
+    # a chroot that does not exist (nothing makes it): Pulsar's roots are missing
+    where = f"ZooKeeper at {zookeeper.hosts}{chroot}-wrong"
+    with pytest.raises(LayoutError, match=f"no /admin in {where}: wrong store or chroot"):
         run_audit(spark, _options(zookeeper, chroot, chroot + "-wrong"), progress)
+    # a cluster's store that holds no topic at all
+    make_chroot(zookeeper.hosts, chroot + "-empty")
+    with pytest.raises(AuditError, match="no references at all"):
+        run_audit(spark, _options(zookeeper, chroot, chroot + "-empty"), progress)

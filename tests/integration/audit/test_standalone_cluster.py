@@ -20,12 +20,12 @@ from typing import Any
 import duckdb
 import pytest
 
-from config import parse_store_url
 from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.decision import pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName
+from harness.janitor import chrooted
 from harness.spark_cluster import PROJECT_PACKAGES, REPO, SparkCluster, build_project_zip
 from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.demo.seeding import TopicSeeder
@@ -58,7 +58,7 @@ class SpreadLedgers:
 
 @pytest.fixture
 def store(zookeeper: ZooKeeperServer, chroot: str) -> Iterator[ZooKeeperMetadataStore]:
-    opened = ZooKeeperMetadataStore.connect(parse_store_url(f"zk:{zookeeper.hosts}{chroot}"))
+    opened = chrooted(zookeeper.hosts, chroot)
     yield opened
     opened.close()
 

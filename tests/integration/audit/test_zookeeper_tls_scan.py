@@ -9,11 +9,11 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from audit.scan.ledgers import ZooKeeperTarget, zookeeper_inventory
-from config import ServiceConfiguration, parse_store_url
+from config import ServiceConfiguration
 from config.zookeeper_tls import ZooKeeperTls
 from deletion.adapters.opening import StoreSpec
-from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.wire import bookkeeper_metadata as bk
+from harness.janitor import chrooted
 from harness.zookeeper_tls_fixtures import Secured, client_file
 from tests.integration.audit.planting import ledger_metadata
 
@@ -23,9 +23,7 @@ def test_the_executors_scan_the_ledgers_over_tls(
 ) -> None:
     server, tls, _ = secured
     url = f"zk:{server.hosts}{chroot}"
-    store = ZooKeeperMetadataStore.connect(
-        parse_store_url(url), tls=ZooKeeperTls(str(tls.client_store), str(tls.ca_file))
-    )
+    store = chrooted(server.hosts, chroot, ZooKeeperTls(str(tls.client_store), str(tls.ca_file)))
     ids = list(range(1, 41))
     try:
         for ledger_id in ids:
