@@ -138,7 +138,13 @@ def enqueue(
         LedgerComponent, typer.Option(help="Which part of the topic owns them.")
     ] = (LedgerComponent.MANAGED_LEDGER),
     skip_in_use_check: Annotated[
-        bool, typer.Option(help="Set checkLedgerStillInUse=false.")
+        bool,
+        typer.Option(
+            help="Set checkLedgerStillInUse=false (PIP-186's flag). The worker still checks "
+            "each ledger against its topic's metadata and never deletes a ledger that metadata "
+            "still references (nor one its creator may still record): the flag only makes it "
+            "read that metadata afresh rather than from its cache."
+        ),
     ] = False,
     config_file: ConfigFile = None,
     settings: Settings = None,
