@@ -19,6 +19,7 @@ from consumers.archive import (
     list_archive,
 )
 from core.errors import ConfigurationError
+from deletion.domain.message import LedgerComponent
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName
 from ledger_janitor.commands.console import count, one_line, plain_console, plural, whole
@@ -138,7 +139,9 @@ def drain_command(
     reason: Annotated[
         str | None, typer.Option(help="Only messages whose reason contains this.")
     ] = None,
-    component: Annotated[str | None, typer.Option(help="Only this ledger component.")] = None,
+    component: Annotated[
+        LedgerComponent | None, typer.Option(help="Only this ledger component.")
+    ] = None,
     limit: Annotated[
         int | None, typer.Option(min=1, help="Settle at most this many, in all.")
     ] = None,
@@ -191,7 +194,7 @@ def _drain(
     sidecar: Sidecar,
     targets: list[NamespaceName],
     reason: str | None,
-    component: str | None,
+    component: LedgerComponent | None,
     limit: int | None,
     dry_run: bool,
     wait: float,
@@ -204,7 +207,7 @@ def _drain(
             left = None if limit is None else limit - len(settled)
             if left == 0:
                 break
-            only = DrainFilter(reason=reason, component=component, limit=left)
+            only = DrainFilter(reason, component.value if component else None, left)
             task = progress.add_task(f"draining {target}", total=left)
             settled += drain.drain(
                 target, only, dry_run, wait, lambda *_, t=task: progress.advance(t)
