@@ -20,8 +20,8 @@ from consumers.archive import (
 )
 from core.errors import ConfigurationError
 from deletion.domain.message import LedgerComponent
-from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName
+from ledger_janitor.commands.archive_tables import Settled, drain_summary, drained_table
 from ledger_janitor.commands.console import count, one_line, plain_console, plural, whole
 from ledger_janitor.commands.options import (
     AsJson,
@@ -181,13 +181,13 @@ def drain_command(
         typer.echo(json.dumps(summary))
         return
     console = plain_console()
-    if settled:
-        console.print(_drained_table(settled, f"drained {named}"))
-    totals = ", ".join(f"{count(n)} {name}" for name, n in sorted(counts.items()))
-    console.print(totals or f"nothing to drain in {named}", soft_wrap=True)
-
-
-Settled = list[tuple[ArchivedMessage, Outcome, str]]
+    if not settled:
+        console.print(f"nothing to drain in {named}", soft_wrap=True)
+        return
+    # A dry run says "would" on every line: its title, each message's outcome, its summary.
+    headline = f"would drain {named} (dry run: nothing changed)" if dry_run else f"drained {named}"
+    console.print(drained_table(settled, headline, dry_run))
+    console.print(drain_summary(settled, named, dry_run), soft_wrap=True)
 
 
 def _drain(
@@ -213,17 +213,3 @@ def _drain(
                 target, only, dry_run, wait, lambda *_, t=task: progress.advance(t)
             )
     return settled
-
-
-def _drained_table(settled: Settled, title: str) -> Table:
-    table = Table(*whole("namespace", "ledger", "topic", "outcome", "why"), title=title)
-    for archived, outcome, why in settled:
-        info = archived.info
-        table.add_row(
-            str(archived.namespace),
-            str(info.ledger_id) if info else "?",
-            str(info.topic_name) if info else "(undecodable)",
-            outcome.value,
-            one_line(why),
-        )
-    return table
