@@ -17,30 +17,24 @@ from core.errors import ConfigurationError, DecodeError
 from cursor.durable.inspection import inspect_cursor
 from cursor.durable.json_form import (
     cursor_info_from_json,
-    cursor_info_json,
     position_info_from_json,
-    position_info_json,
 )
 from cursor.durable.json_input import parse_cursor_info, parse_position_info
 from cursor.errors import AckStateError
 from cursor.persistence import chunking
 from cursor.wire.compression import compress, compression_type, decompress
 from cursor.wire.content import RangeEncoding
-from cursor.wire.cursor_info_codec import decode_cursor_info, encode_cursor_info
-from cursor.wire.position_info_codec import decode_position_info, encode_position_info
+from cursor.wire.cursor_info_codec import encode_cursor_info
+from cursor.wire.position_info_codec import encode_position_info
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
 from ledger_janitor.commands.console import err
 from ledger_janitor.commands.cursor_files import chunk_files, plural, read_entries, written_summary
 from ledger_janitor.commands.cursor_inspect import print_inspection
+from ledger_janitor.commands.cursor_kinds import Kind, decoded
 from ledger_janitor.commands.options import AsJson, ConfigFile, MetadataStoreOpt, Settings, load
 from ledger_janitor.commands.typer_app import command_group
 
 cursor_app = command_group("Cursor acknowledgment state: decode, encode, inspect.")
-
-
-class Kind(str, Enum):
-    POSITION_INFO = "position-info"
-    CURSOR_INFO = "cursor-info"
 
 
 class Compression(str, Enum):
@@ -94,10 +88,7 @@ def decode(
     where = str(chosen.paths[-1])
     payload = chunking.join(entries)
     plain, compression = decompress(payload, where)
-    if kind is Kind.POSITION_INFO:
-        doc = position_info_json(decode_position_info(plain, where))
-    else:
-        doc = cursor_info_json(decode_cursor_info(plain, where))
+    doc = decoded(kind, plain, where)
     doc["compression"] = CompressionType.Name(compression)
     doc["entries"], doc["bytes"] = len(entries), len(payload)
     if as_json:
