@@ -29,6 +29,7 @@ from ledger_janitor.commands.options import (
     ConfigFile,
     MetadataStoreOpt,
     Settings,
+    Verbose,
     sidecar_for,
 )
 from ledger_janitor.commands.typer_app import command_group
@@ -105,10 +106,11 @@ def list_command(
     settings: Settings = None,
     metadata_store: MetadataStoreOpt = None,
     broker_url: BrokerOpt = None,
+    verbose: Verbose = False,
 ) -> None:
     """Show what is archived and why, without consuming it; without --namespace, in every
     namespace that has a deletion or archive topic."""
-    with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
+    with sidecar_for(config_file, settings, metadata_store, broker_url, verbose) as sidecar:
         namespaces = _namespaces(sidecar, namespace)
         rows = [row for ns in namespaces for row in list_archive(sidecar.client, ns, wait)]
         store = sidecar.config.metadata_store_url
@@ -155,13 +157,14 @@ def drain_command(
     settings: Settings = None,
     metadata_store: MetadataStoreOpt = None,
     broker_url: BrokerOpt = None,
+    verbose: Verbose = False,
 ) -> None:
     """Re-check archived messages now: delete what is safe, requeue what may become safe
     (with a fresh attempt count), archive the rest again with the new reason. Without
     --namespace, in every namespace `archive list` reads."""
     if not (dry_run or yes) and not sys.stdin.isatty():
         raise ConfigurationError("drain changes the archive: pass --yes (or --dry-run)")
-    with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
+    with sidecar_for(config_file, settings, metadata_store, broker_url, verbose) as sidecar:
         targets = _namespaces(sidecar, namespace)
         if not targets:
             raise ConfigurationError(_none_known(sidecar.config.metadata_store_url))

@@ -31,7 +31,15 @@ from ledger_janitor.commands.console import err
 from ledger_janitor.commands.cursor_files import chunk_files, plural, read_entries, written_summary
 from ledger_janitor.commands.cursor_inspect import print_inspection
 from ledger_janitor.commands.cursor_kinds import Kind, decoded
-from ledger_janitor.commands.options import AsJson, ConfigFile, MetadataStoreOpt, Settings, load
+from ledger_janitor.commands.options import (
+    AsJson,
+    ConfigFile,
+    MetadataStoreOpt,
+    Settings,
+    Verbose,
+    load,
+    setup_logging,
+)
 from ledger_janitor.commands.typer_app import command_group
 
 cursor_app = command_group("Cursor acknowledgment state: decode, encode, inspect.")
@@ -183,9 +191,11 @@ def inspect(
     config_file: ConfigFile = None,
     settings: Settings = None,
     as_json: AsJson = False,
+    verbose: Verbose = False,
 ) -> None:
     """A live cursor: its znode, its ledger's metadata, the state in the ledger when this
     ledger store holds entries, and whether the state reached the cap."""
+    setup_logging(verbose)
     config = load(config_file, settings, metadata_store).config
     doc = inspect_cursor(config, topic, cursor, ledger_store)
     if as_json:
