@@ -5,6 +5,7 @@ operator runs it: a process of its own, its stderr read whole."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from harness.process import run_cli
@@ -13,7 +14,7 @@ POSITION = {"markDelete": {"ledgerId": 3, "entryId": 9}, "acked": [[3, 11, 12], 
 CURSOR = {"cursorsLedgerId": 7, "markDelete": {"ledgerId": 3, "entryId": 9}, "lastActive": 5}
 
 
-def encoded(tmp_path: Path, kind: str, doc: dict[str, object]) -> Path:
+def encoded(tmp_path: Path, kind: str, doc: Mapping[str, object]) -> Path:
     source, output = tmp_path / f"{kind}.json", tmp_path / f"{kind}.bin"
     source.write_text(json.dumps(doc))
     written = run_cli("cursor", "encode", str(source), "-o", str(output), "--kind", kind)
