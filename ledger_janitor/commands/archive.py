@@ -4,25 +4,30 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections import Counter
-from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.progress import Progress
-from rich.table import Table
-
-from consumers.archive import (
-    ArchivedMessage,
-    DrainFilter,
-    discover_archive_namespaces,
-    list_archive,
+from rich.progress import (
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
 )
+
+from consumers.archive import ArchivedMessage, DrainFilter, discover_archive_namespaces
+from consumers.archive_listing import by_ledger, list_archives
 from core.errors import ConfigurationError
 from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName
-from ledger_janitor.commands.archive_tables import Settled, drain_summary, drained_table
-from ledger_janitor.commands.console import count, one_line, plain_console, plural, whole
+from ledger_janitor.commands.archive_tables import (
+    Settled,
+    archived_table,
+    drain_summary,
+    drained_table,
+)
+from ledger_janitor.commands.console import count, plain_console, plural
 from ledger_janitor.commands.options import (
     AsJson,
     BrokerOpt,
@@ -55,34 +60,6 @@ Wait = Annotated[
 ]
 
 
-def _when(ms: int | None) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S") if ms else "-"
-
-
-def _table(rows: list[ArchivedMessage], title: str) -> Table:
-    table = Table(
-        *whole("namespace", "ledger", "component", "topic"),
-        "attempts",
-        "first try",
-        "last try",
-        *whole("reason"),
-        title=title,
-    )
-    for archived in rows:
-        info = archived.info
-        table.add_row(
-            str(archived.namespace),
-            str(info.ledger_id) if info else "?",
-            info.ledger_component.value if info else "?",
-            str(info.topic_name) if info else "(undecodable)",
-            str(archived.attempts),
-            _when(archived.first_try_ms),
-            _when(archived.last_try_ms),
-            one_line(archived.reason),
-        )
-    return table
-
-
 def _namespaces(sidecar: Sidecar, namespace: str | None) -> list[NamespaceName]:
     """The one named, or every one known: list and drain read the same set."""
     if namespace:
@@ -112,8 +89,10 @@ def list_command(
     namespace that has a deletion or archive topic."""
     with sidecar_for(config_file, settings, metadata_store, broker_url, verbose) as sidecar:
         namespaces = _namespaces(sidecar, namespace)
-        rows = [row for ns in namespaces for row in list_archive(sidecar.client, ns, wait)]
+        found = _read_archives(sidecar, namespaces, wait)
         store = sidecar.config.metadata_store_url
+    messages = [m for ns in namespaces for m in found[ns]]
+    rows = by_ledger(messages)
     if as_json:
         typer.echo(json.dumps([row.as_json() for row in rows]))
         return
@@ -125,14 +104,43 @@ def list_command(
     if not rows:
         console.print(f"nothing archived in {checked}", soft_wrap=True)
         return
-    per_namespace = Counter(str(row.namespace) for row in rows)
+    per_namespace = Counter(str(row.latest.namespace) for row in rows)
     title = (
         f"{count(len(rows))} archived in {count(len(per_namespace))} of "
         f"{plural(len(namespaces), 'namespace')}"
     )
-    console.print(_table(rows, title))
+    if len(messages) != len(rows):
+        title += f" ({plural(len(messages), 'message')}: a ledger archived again is one row)"
+    console.print(archived_table(rows, title))
     counts = ", ".join(f"{ns} {count(n)}" for ns, n in sorted(per_namespace.items()))
     console.print(f"archived per namespace: {counts}; checked: {checked}", soft_wrap=True)
+
+
+def _read_archives(
+    sidecar: Sidecar, namespaces: list[NamespaceName], wait: float
+) -> dict[NamespaceName, list[ArchivedMessage]]:
+    """Every archive at once; on a terminal, how far it got on stderr meanwhile (the tables
+    go to stdout; off a terminal nothing is shown: the wait is bounded by --wait)."""
+    shown = plain_console(stderr=True)
+    columns = (
+        TextColumn("{task.description}"),
+        MofNCompleteColumn(),
+        TextColumn("namespaces read, {task.fields[messages]} messages so far"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=shown, transient=True, disable=not shown.is_terminal) as bar:
+        task = bar.add_task("reading the archives:", total=len(namespaces), messages=0)
+        lock = threading.Lock()
+        received = [0]
+
+        def one_message(_: NamespaceName) -> None:
+            with lock:
+                received[0] += 1
+                bar.update(task, messages=received[0])
+
+        return list_archives(
+            sidecar.client, namespaces, wait, one_message, lambda _: bar.advance(task)
+        )
 
 
 @archive_app.command("drain")

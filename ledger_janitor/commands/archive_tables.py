@@ -7,10 +7,12 @@ nothing, so no line of it may read as if it had (`drained ...`, `already_gone`).
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime
 
 from rich.table import Table
 
 from consumers.archive import ArchivedMessage
+from consumers.archive_listing import ArchivedLedger
 from deletion.domain.outcome import Outcome
 from ledger_janitor.commands.console import count, one_line, plural, whole
 
@@ -29,6 +31,38 @@ _WOULD = {
     Outcome.WOULD_REQUEUE: "would requeue",
     Outcome.WOULD_REARCHIVE: "would archive again",
 }
+
+
+def _when(ms: int | None) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S") if ms else "-"
+
+
+def archived_table(rows: list[ArchivedLedger], title: str) -> Table:
+    """A row a ledger: how many times it was archived, the first try of all, and the newest
+    archiving's attempts, time and reason."""
+    table = Table(
+        *whole("namespace", "ledger", "component", "topic"),
+        "archived",
+        "attempts",
+        "first try",
+        "last try",
+        *whole("reason"),
+        title=title,
+    )
+    for row in rows:
+        latest, info = row.latest, row.latest.info
+        table.add_row(
+            str(latest.namespace),
+            str(info.ledger_id) if info else "?",
+            info.ledger_component.value if info else "?",
+            str(info.topic_name) if info else "(undecodable)",
+            f"{row.archivings}x",
+            str(latest.attempts),
+            _when(row.first_try_ms),
+            _when(latest.last_try_ms),
+            one_line(latest.reason),
+        )
+    return table
 
 
 def outcome_words(outcome: Outcome, dry_run: bool) -> str:

@@ -219,9 +219,7 @@ def test_the_audit_report_is_written_to_a_persistent_volume() -> None:
             volume = {v["name"]: v for v in spec["volumes"]}[mount["name"]]
             assert "persistentVolumeClaim" in volume, f"{where}: {given[0]} is on {volume}"
             assert volume["persistentVolumeClaim"]["claimName"] in claims, where
-            assert not mount.get("readOnly") and not volume["persistentVolumeClaim"].get(
-                "readOnly"
-            )
+            assert not mount.get("readOnly") and not volume["persistentVolumeClaim"].get("readOnly")
             assert spec["securityContext"]["fsGroup"] == spec["securityContext"]["runAsUser"]
             reports.append(where)
     assert any(where.startswith("audit-cronjob.yaml") for where in reports), reports
