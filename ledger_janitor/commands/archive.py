@@ -219,7 +219,8 @@ def _drain(
             if left == 0:
                 break
             only = DrainFilter(reason, component.value if component else None, left)
-            task = progress.add_task(f"draining {target}", total=left)
+            doing = "checking (dry run)" if dry_run else "draining"
+            task = progress.add_task(f"{doing} {target}", total=left)
             settled += drain.drain(
                 target, only, dry_run, wait, lambda *_, t=task: progress.advance(t)
             )
