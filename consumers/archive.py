@@ -1,4 +1,5 @@
-"""The archive (dead-letter) topic, for admins: list what is there and drain it on demand.
+"""The archive (dead-letter) topic, for admins: list what is there (`archive_listing`) and
+drain it on demand.
 
 Both go through one Shared subscription on the archive topic. Listing receives without
 acking, so everything is redelivered when it closes; a drain acks only what it settled.
@@ -130,14 +131,6 @@ def discover_archive_namespaces(store: MetadataStore) -> list[NamespaceName]:
             if any(TopicName(name, t).base.local_name == ARCHIVE_TOPIC for t in topics):
                 found.append(name)
     return found
-
-
-def list_archive(
-    client: pulsar.Client, namespace: NamespaceName, wait_seconds: float = 2.0
-) -> list[ArchivedMessage]:
-    """What is archived now, without consuming it."""
-    with archive_consumer(client, namespace) as consumer:
-        return [ArchivedMessage.of(namespace, m) for m in receive_all(consumer, wait_seconds)]
 
 
 class ArchiveDrain:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -67,8 +68,10 @@ def config_show(
     config_file: ConfigFile = None,
     settings: Settings = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Print every setting, its value and where the value came from."""
+    setup_logging(verbose)
     rows = describe(load(config_file, settings))
     if as_json:
         typer.echo(
@@ -107,6 +110,7 @@ def run(
     settings: Settings = None,
     metadata_store: MetadataStoreOpt = None,
     broker_url: BrokerOpt = None,
+    verbose: Verbose = False,
     quiet: Quiet = False,
 ) -> None:
     """Run the phase-two worker (the sidecar) until SIGTERM or Ctrl-C.
@@ -116,7 +120,7 @@ def run(
     """
     from ledger_janitor.sidecar.run import run_sidecar
 
-    setup_logging(verbose=not quiet)
+    setup_logging(verbose, quiet, default=logging.INFO)
     config = load(config_file, settings, metadata_store, broker_url).config
     if not config.two_phase_deletion_enabled:
         raise JanitorError("twoPhaseDeletionEnabled is false: nothing to run")
@@ -138,12 +142,19 @@ def enqueue(
         LedgerComponent, typer.Option(help="Which part of the topic owns them.")
     ] = (LedgerComponent.MANAGED_LEDGER),
     skip_in_use_check: Annotated[
-        bool, typer.Option(help="Set checkLedgerStillInUse=false.")
+        bool,
+        typer.Option(
+            help="Set checkLedgerStillInUse=false (PIP-186's flag). The worker still checks "
+            "each ledger against its topic's metadata and never deletes a ledger that metadata "
+            "still references (nor one its creator may still record): the flag only makes it "
+            "read that metadata afresh rather than from its cache."
+        ),
     ] = False,
     config_file: ConfigFile = None,
     settings: Settings = None,
     metadata_store: MetadataStoreOpt = None,
     broker_url: BrokerOpt = None,
+    verbose: Verbose = False,
 ) -> None:
     """Phase one by hand: enqueue delayed pending deletions for ledgers of one topic.
 
@@ -161,7 +172,7 @@ def enqueue(
         )
         for ledger_id in ledger_ids
     ]
-    with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
+    with sidecar_for(config_file, settings, metadata_store, broker_url, verbose) as sidecar:
         warn_if_not_worked(parsed.namespace, sidecar.configured_namespaces())
         sent = sidecar.phase_one.enqueue_each(infos)
     report_enqueued(sent)

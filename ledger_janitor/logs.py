@@ -191,6 +191,17 @@ def configure(
     logging.getLogger("kazoo").setLevel(max(level, logging.ERROR))
 
 
+def always(name: str) -> Any:
+    """A logger of `name` whose lines are written whatever the level: for the few an operator
+    must see even under `--quiet`, such as `run`'s start-up line, which names the stores and
+    broker it will use. Its lines keep their own level (`info`) in the output."""
+    return structlog.wrap_logger(
+        None,
+        wrapper_class=structlog.make_filtering_bound_logger(logging.NOTSET),
+        logger_factory_args=(name,),
+    )
+
+
 # The C++ client's line: `2026-11-26 18:51:11.452 WARN  [140091] ClientConnection:485 | text`.
 _CLIENT_LINE = re.compile(
     r"^\S+ \S+ (?P<level>DEBUG|INFO|WARN|ERROR)\s+\[(?P<thread>[^\]]*)\] "

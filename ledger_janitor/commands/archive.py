@@ -4,30 +4,37 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections import Counter
-from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.progress import Progress
-from rich.table import Table
-
-from consumers.archive import (
-    ArchivedMessage,
-    DrainFilter,
-    discover_archive_namespaces,
-    list_archive,
+from rich.progress import (
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
 )
+
+from consumers.archive import ArchivedMessage, DrainFilter, discover_archive_namespaces
+from consumers.archive_listing import by_ledger, list_archives
 from core.errors import ConfigurationError
-from deletion.domain.outcome import Outcome
+from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName
-from ledger_janitor.commands.console import count, one_line, plain_console, plural, whole
+from ledger_janitor.commands.archive_tables import (
+    Settled,
+    archived_table,
+    drain_summary,
+    drained_table,
+)
+from ledger_janitor.commands.console import count, plain_console, plural
 from ledger_janitor.commands.options import (
     AsJson,
     BrokerOpt,
     ConfigFile,
     MetadataStoreOpt,
     Settings,
+    Verbose,
     sidecar_for,
 )
 from ledger_janitor.commands.typer_app import command_group
@@ -51,34 +58,6 @@ Wait = Annotated[
         help="Seconds without a new message before the archive counts as read.",
     ),
 ]
-
-
-def _when(ms: int | None) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S") if ms else "-"
-
-
-def _table(rows: list[ArchivedMessage], title: str) -> Table:
-    table = Table(
-        *whole("namespace", "ledger", "component", "topic"),
-        "attempts",
-        "first try",
-        "last try",
-        *whole("reason"),
-        title=title,
-    )
-    for archived in rows:
-        info = archived.info
-        table.add_row(
-            str(archived.namespace),
-            str(info.ledger_id) if info else "?",
-            info.ledger_component.value if info else "?",
-            str(info.topic_name) if info else "(undecodable)",
-            str(archived.attempts),
-            _when(archived.first_try_ms),
-            _when(archived.last_try_ms),
-            one_line(archived.reason),
-        )
-    return table
 
 
 def _namespaces(sidecar: Sidecar, namespace: str | None) -> list[NamespaceName]:
@@ -107,13 +86,16 @@ def list_command(
     settings: Settings = None,
     metadata_store: MetadataStoreOpt = None,
     broker_url: BrokerOpt = None,
+    verbose: Verbose = False,
 ) -> None:
     """Show what is archived and why, without consuming it; without --namespace, in every
     namespace that has a deletion or archive topic."""
-    with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
+    with sidecar_for(config_file, settings, metadata_store, broker_url, verbose) as sidecar:
         namespaces = _namespaces(sidecar, namespace)
-        rows = [row for ns in namespaces for row in list_archive(sidecar.client, ns, wait)]
+        found = _read_archives(sidecar, namespaces, wait)
         store = sidecar.config.metadata_store_url
+    messages = [m for ns in namespaces for m in found[ns]]
+    rows = by_ledger(messages)
     if as_json:
         typer.echo(json.dumps([row.as_json() for row in rows]))
         return
@@ -125,14 +107,43 @@ def list_command(
     if not rows:
         console.print(f"nothing archived in {checked}", soft_wrap=True)
         return
-    per_namespace = Counter(str(row.namespace) for row in rows)
+    per_namespace = Counter(str(row.latest.namespace) for row in rows)
     title = (
         f"{count(len(rows))} archived in {count(len(per_namespace))} of "
         f"{plural(len(namespaces), 'namespace')}"
     )
-    console.print(_table(rows, title))
+    if len(messages) != len(rows):
+        title += f" ({plural(len(messages), 'message')}: a ledger archived again is one row)"
+    console.print(archived_table(rows, title))
     counts = ", ".join(f"{ns} {count(n)}" for ns, n in sorted(per_namespace.items()))
     console.print(f"archived per namespace: {counts}; checked: {checked}", soft_wrap=True)
+
+
+def _read_archives(
+    sidecar: Sidecar, namespaces: list[NamespaceName], wait: float
+) -> dict[NamespaceName, list[ArchivedMessage]]:
+    """Every archive at once; on a terminal, how far it got on stderr meanwhile (the tables
+    go to stdout; off a terminal nothing is shown: the wait is bounded by --wait)."""
+    shown = plain_console(stderr=True)
+    columns = (
+        TextColumn("{task.description}"),
+        MofNCompleteColumn(),
+        TextColumn("namespaces read, {task.fields[messages]} messages so far"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=shown, transient=True, disable=not shown.is_terminal) as bar:
+        task = bar.add_task("reading the archives:", total=len(namespaces), messages=0)
+        lock = threading.Lock()
+        received = [0]
+
+        def one_message(_: NamespaceName) -> None:
+            with lock:
+                received[0] += 1
+                bar.update(task, messages=received[0])
+
+        return list_archives(
+            sidecar.client, namespaces, wait, one_message, lambda _: bar.advance(task)
+        )
 
 
 @archive_app.command("drain")
@@ -141,7 +152,9 @@ def drain_command(
     reason: Annotated[
         str | None, typer.Option(help="Only messages whose reason contains this.")
     ] = None,
-    component: Annotated[str | None, typer.Option(help="Only this ledger component.")] = None,
+    component: Annotated[
+        LedgerComponent | None, typer.Option(help="Only this ledger component.")
+    ] = None,
     limit: Annotated[
         int | None, typer.Option(min=1, help="Settle at most this many, in all.")
     ] = None,
@@ -155,13 +168,14 @@ def drain_command(
     settings: Settings = None,
     metadata_store: MetadataStoreOpt = None,
     broker_url: BrokerOpt = None,
+    verbose: Verbose = False,
 ) -> None:
     """Re-check archived messages now: delete what is safe, requeue what may become safe
     (with a fresh attempt count), archive the rest again with the new reason. Without
     --namespace, in every namespace `archive list` reads."""
     if not (dry_run or yes) and not sys.stdin.isatty():
         raise ConfigurationError("drain changes the archive: pass --yes (or --dry-run)")
-    with sidecar_for(config_file, settings, metadata_store, broker_url) as sidecar:
+    with sidecar_for(config_file, settings, metadata_store, broker_url, verbose) as sidecar:
         targets = _namespaces(sidecar, namespace)
         if not targets:
             raise ConfigurationError(_none_known(sidecar.config.metadata_store_url))
@@ -181,20 +195,20 @@ def drain_command(
         typer.echo(json.dumps(summary))
         return
     console = plain_console()
-    if settled:
-        console.print(_drained_table(settled, f"drained {named}"))
-    totals = ", ".join(f"{count(n)} {name}" for name, n in sorted(counts.items()))
-    console.print(totals or f"nothing to drain in {named}", soft_wrap=True)
-
-
-Settled = list[tuple[ArchivedMessage, Outcome, str]]
+    if not settled:
+        console.print(f"nothing to drain in {named}", soft_wrap=True)
+        return
+    # A dry run says "would" on every line: its title, each message's outcome, its summary.
+    headline = f"would drain {named} (dry run: nothing changed)" if dry_run else f"drained {named}"
+    console.print(drained_table(settled, headline, dry_run))
+    console.print(drain_summary(settled, named, dry_run), soft_wrap=True)
 
 
 def _drain(
     sidecar: Sidecar,
     targets: list[NamespaceName],
     reason: str | None,
-    component: str | None,
+    component: LedgerComponent | None,
     limit: int | None,
     dry_run: bool,
     wait: float,
@@ -207,23 +221,10 @@ def _drain(
             left = None if limit is None else limit - len(settled)
             if left == 0:
                 break
-            only = DrainFilter(reason=reason, component=component, limit=left)
-            task = progress.add_task(f"draining {target}", total=left)
+            only = DrainFilter(reason, component.value if component else None, left)
+            doing = "checking (dry run)" if dry_run else "draining"
+            task = progress.add_task(f"{doing} {target}", total=left)
             settled += drain.drain(
                 target, only, dry_run, wait, lambda *_, t=task: progress.advance(t)
             )
     return settled
-
-
-def _drained_table(settled: Settled, title: str) -> Table:
-    table = Table(*whole("namespace", "ledger", "topic", "outcome", "why"), title=title)
-    for archived, outcome, why in settled:
-        info = archived.info
-        table.add_row(
-            str(archived.namespace),
-            str(info.ledger_id) if info else "?",
-            str(info.topic_name) if info else "(undecodable)",
-            outcome.value,
-            one_line(why),
-        )
-    return table

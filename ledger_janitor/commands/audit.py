@@ -24,6 +24,7 @@ from ledger_janitor.commands.options import (
     ConfigFile,
     MetadataStoreOpt,
     Settings,
+    Verbose,
     load,
     setup_logging,
 )
@@ -113,6 +114,7 @@ def audit_command(
     broker_url: BrokerOpt = None,
     config_file: ConfigFile = None,
     settings: Settings = None,
+    verbose: Verbose = False,
 ) -> None:
     """Find orphan ledgers (unreferenced, older than --min-age, attributable to a topic) on Spark.
 
@@ -124,7 +126,7 @@ def audit_command(
     references or missing offloaded data (possible data loss; see the MISSING DATA block).
     """
     started = time.monotonic()
-    setup_logging(False)
+    setup_logging(verbose)
     config = load(config_file, settings, metadata_store, broker_url).config
     min_age_ms = parse_duration_ms(min_age)
     now_ms = parse_time_ms(now) if now is not None else int(time.time() * 1000)

@@ -17,37 +17,33 @@ from core.errors import ConfigurationError, DecodeError, JanitorError
 from cursor.durable.inspection import inspect_cursor
 from cursor.durable.json_form import (
     cursor_info_from_json,
-    cursor_info_json,
     position_info_from_json,
-    position_info_json,
 )
 from cursor.durable.json_input import parse_cursor_info, parse_position_info
 from cursor.errors import AckStateError
 from cursor.persistence import chunking
 from cursor.wire.compression import compress, compression_type, decompress
 from cursor.wire.content import RangeEncoding
-from cursor.wire.cursor_info_codec import decode_cursor_info, encode_cursor_info
-from cursor.wire.position_info_codec import decode_position_info, encode_position_info
+from cursor.wire.cursor_info_codec import encode_cursor_info
+from cursor.wire.position_info_codec import encode_position_info
 from deletion.wire.proto.ml_data_formats_pb2 import CompressionType
 from ledger_janitor.commands.console import err
 from ledger_janitor.commands.cursor_files import chunk_files, plural, read_entries, written_summary
 from ledger_janitor.commands.cursor_inspect import print_inspection
+from ledger_janitor.commands.cursor_kinds import Kind, decoded
 from ledger_janitor.commands.options import (
     AsJson,
     ConfigFile,
     MetadataStoreOpt,
     Settings,
+    Verbose,
     load,
+    setup_logging,
 )
 from ledger_janitor.commands.typer_app import command_group
 from ledger_janitor.sidecar.reachability import PROBE_SECONDS, store_unreachable
 
 cursor_app = command_group("Cursor acknowledgment state: decode, encode, inspect.")
-
-
-class Kind(str, Enum):
-    POSITION_INFO = "position-info"
-    CURSOR_INFO = "cursor-info"
 
 
 class Compression(str, Enum):
@@ -101,10 +97,7 @@ def decode(
     where = str(chosen.paths[-1])
     payload = chunking.join(entries)
     plain, compression = decompress(payload, where)
-    if kind is Kind.POSITION_INFO:
-        doc = position_info_json(decode_position_info(plain, where))
-    else:
-        doc = cursor_info_json(decode_cursor_info(plain, where))
+    doc = decoded(kind, plain, where)
     doc["compression"] = CompressionType.Name(compression)
     doc["entries"], doc["bytes"] = len(entries), len(payload)
     if as_json:
@@ -199,9 +192,11 @@ def inspect(
     config_file: ConfigFile = None,
     settings: Settings = None,
     as_json: AsJson = False,
+    verbose: Verbose = False,
 ) -> None:
     """A live cursor: its znode, its ledger's metadata, the state in the ledger when this
     ledger store holds entries, and whether the state reached the cap."""
+    setup_logging(verbose)
     config = load(config_file, settings, metadata_store).config
     # Seconds, not the ZooKeeper client's 30 s of retries, to say a store is not there.
     ledgers = ledger_store or config.bookkeeper_metadata_service_uri or config.metadata_store_url

@@ -13,7 +13,7 @@ import pulsar
 import typer
 
 from config import CONFIG_FILE_ENV, LoadedConfiguration, load_configuration
-from core.errors import JanitorError
+from core.errors import ConfigurationError, JanitorError
 from ledger_janitor import logs
 from ledger_janitor.sidecar.reachability import PROBE_SECONDS, unreachable
 from transport import client as broker
@@ -54,12 +54,28 @@ BrokerOpt = Annotated[
     typer.Option("--broker-url", metavar="URL", help="brokerServiceUrl, pulsar://host:port."),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Log every message handled.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Log warnings and errors only.")]
+# The same two flags on every command that logs (on stderr). Without them `run` logs INFO (a
+# line per message handled) and the one-shot commands warnings and errors only.
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Log debug lines too, e.g. the keys of a properties file that are not ours.",
+    ),
+]
+Quiet = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", help="Log warnings and errors only, and the start-up line."),
+]
 
 
-def setup_logging(verbose: bool) -> None:
-    logs.configure(logging.INFO if verbose else logging.WARNING)
+def setup_logging(
+    verbose: bool = False, quiet: bool = False, default: int = logging.WARNING
+) -> None:
+    if verbose and quiet:
+        raise ConfigurationError("--verbose and --quiet contradict each other: choose one")
+    logs.configure(logging.DEBUG if verbose else logging.WARNING if quiet else default)
 
 
 @contextmanager
@@ -68,11 +84,12 @@ def sidecar_for(
     settings: list[str] | None,
     metadata_store: str | None,
     broker_url: str | None,
+    verbose: bool = False,
 ) -> Iterator[Sidecar]:
     """A short-lived sidecar (stores, client, producers) for one command, then closed."""
     from ledger_janitor.sidecar.wiring import open_sidecar
 
-    setup_logging(False)
+    setup_logging(verbose)
     config = load(config_file, settings, metadata_store, broker_url).config
     # Seconds, not the clients' 30 s of retries, to say which one is not there.
     problem = unreachable(config, PROBE_SECONDS)

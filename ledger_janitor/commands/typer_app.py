@@ -60,7 +60,8 @@ def reported_errors() -> Iterator[None]:
 
 def usage_error_line(exc: click_errors.ClickException) -> str:
     """A usage error as one line: click's message, then where to find help."""
-    message = one_line(exc.format_message())
+    # Typer words a bad choice as a validator's error: "Value error, 'X' is not one of ...".
+    message = one_line(exc.format_message()).replace(": Value error, ", ": ")
     ctx = getattr(exc, "ctx", None)
     if ctx is not None:
         message += f" (see '{ctx.command_path} --help')"

@@ -36,6 +36,7 @@ from ledger_janitor.sidecar.reachability import PROBE_SECONDS, unreachable
 from ledger_janitor.sidecar.wiring import Sidecar, open_sidecar
 
 log = structlog.get_logger(__name__)
+startup_log = logs.always(__name__)  # its one line is written under --quiet too
 FIRST_RETRY_SECONDS = 1.0
 MAX_RETRY_SECONDS = 30.0
 NO_NAMESPACE = (
@@ -192,7 +193,7 @@ def describe_start(config: ServiceConfiguration) -> None:
     ledgers = config.bookkeeper_metadata_service_uri or config.metadata_store_url
     admin = config.web_service_url or "none"
     namespaces = ",".join(config.deletion_namespaces) or EVERY_NAMESPACE
-    log.info(
+    startup_log.info(
         f"ledger-janitor {__version__} starting: metadata store {config.metadata_store_url}, "
         f"ledger storage {ledgers}, broker {config.broker_service_url}, admin URL {admin}, "
         f"namespaces {namespaces}",

@@ -195,3 +195,31 @@ def test_grace_period_and_resources_fit_the_measured_sidecar(kind: str) -> None:
     assert mebibytes(resources["requests"]["memory"]) >= WORKER_PEAK_MB
     assert mebibytes(resources["limits"]["memory"]) >= 2 * LOAD_TEST_PEAK_MB
     assert resources["limits"]["cpu"] == "1"  # one interpreter: one core at most
+
+
+def test_the_audit_report_is_written_to_a_persistent_volume() -> None:
+    """The audit CronJob wrote report.html to an emptyDir: gone with the pod. Every audit a
+    manifest runs writes its report (`--output`) under a mount of a PersistentVolumeClaim
+    that the manifests define, writable by the pod's user."""
+    claims = {d["metadata"]["name"] for _, d in manifests() if d["kind"] == "PersistentVolumeClaim"}
+    reports = []
+    for where, container, spec in containers():
+        for path, words in invocations(container):
+            if path not in {("audit",), ("audit_main",)}:
+                continue
+            given = [w for i, w in enumerate(words) if i and words[i - 1] == "--output"]
+            given += [w.removeprefix("--output=") for w in words if w.startswith("--output=")]
+            assert len(given) == 1, f"{where}: the audit writes no report (--output DIR)"
+            # A run's own directory may be named as it runs (`/reports/$stamp`): its parent.
+            directory = given[0].split("$", 1)[0]
+            mount = max(
+                (m for m in container["volumeMounts"] if directory.startswith(m["mountPath"])),
+                key=lambda m: len(m["mountPath"]),
+            )
+            volume = {v["name"]: v for v in spec["volumes"]}[mount["name"]]
+            assert "persistentVolumeClaim" in volume, f"{where}: {given[0]} is on {volume}"
+            assert volume["persistentVolumeClaim"]["claimName"] in claims, where
+            assert not mount.get("readOnly") and not volume["persistentVolumeClaim"].get("readOnly")
+            assert spec["securityContext"]["fsGroup"] == spec["securityContext"]["runAsUser"]
+            reports.append(where)
+    assert any(where.startswith("audit-cronjob.yaml") for where in reports), reports

@@ -144,4 +144,4 @@ def test_tables_off_a_terminal_hold_every_value_whole_one_row_a_line(
     assert one_line(reason) in listed_row  # the reason's lines joined: still one row
     assert "2 archived in 1 of 1 namespace" in listed.stdout
     assert "1 namespaces" not in listed.stdout
-    assert drained.stdout.endswith("\n2 already_gone\n") and drained.stderr == ""
+    assert drained.stdout.endswith(" 2 would drop (already gone)\n") and drained.stderr == ""

@@ -6,7 +6,8 @@ import threading
 
 import pulsar
 
-from consumers.archive import DrainFilter, list_archive
+from consumers.archive import DrainFilter
+from consumers.archive_listing import list_archive
 from deletion.domain import message
 from deletion.domain import message_properties as props
 from deletion.domain.decision import pulsar_custom_metadata

@@ -10,7 +10,8 @@ import httpx
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from consumers.archive import DrainFilter, list_archive
+from consumers.archive import DrainFilter
+from consumers.archive_listing import list_archive
 from consumers.metrics import WorkerMetrics
 from deletion.domain.outcome import Outcome
 from deletion.domain.topics import NamespaceName, TopicName

@@ -20,7 +20,8 @@ import fastavro
 import pulsar
 import pytest
 
-from consumers.archive import archive_consumer, list_archive
+from consumers.archive import archive_consumer
+from consumers.archive_listing import list_archive
 from core.errors import DecodeError
 from deletion.domain import message
 from deletion.domain.message import (
