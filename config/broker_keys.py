@@ -188,7 +188,7 @@ BROKER_KEYS: Final = frozenset(
     messagingProtocols metadataStoreAllowReadOnlyOperations metadataStoreBatchingEnabled
     metadataStoreBatchingMaxDelayMillis metadataStoreBatchingMaxOperations
     metadataStoreBatchingMaxSizeKb metadataStoreCacheExpirySeconds
-    metadataStoreOperationTimeoutSeconds metadataStoreSessionTimeoutMillis metadataSyncEventTopic
+    metadataStoreOperationTimeoutSeconds metadataSyncEventTopic
     metricsBufferResponse metricsServletTimeoutMs minUnloadMessage minUnloadMessageThroughput
     namespaceBundleUnloadingTimeoutMs narExtractionDirectory nettyMaxFrameSizeBytes
     numAcceptorThreads numCacheExecutorThreadPoolSize numExecutorThreadPoolSize

@@ -75,6 +75,15 @@ class ServiceConfiguration:
         "schema ledgers being created are unprotected).",
         minimum=0,
     )
+    metadata_store_session_timeout_millis: int = _setting(
+        30000,
+        "metadataStoreSessionTimeoutMillis",
+        "int",
+        "The brokers' metadata-store session time-out (the broker's own key): with the age "
+        "rule on, a connection to the store must be this old before a snapshot read on it lets "
+        "a ledger go, since brokers' writes held up by a ZooKeeper outage land right after it.",
+        minimum=0,
+    )
     reconsume_later_seconds_of_two_phase_deletion: int = _setting(
         600,
         "reconsumeLaterSecondsOfTwoPhaseDeletion",

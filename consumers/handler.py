@@ -4,7 +4,7 @@ reconsume it later, or archive it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
 import structlog
@@ -21,7 +21,7 @@ from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.message import PendingDeleteLedgerInfo
 from deletion.domain.offload_port import OffloadStorage
 from deletion.domain.outcome import Outcome, Result
-from deletion.domain.ports import LedgerStorage
+from deletion.domain.ports import LedgerStorage, Session
 from deletion.domain.topics import NamespaceName, namespace_of_deletion_topic
 from transport.client import java_message_id
 from transport.schema import written
@@ -39,10 +39,12 @@ class DeletionHandler:
         retry: TransientRetry | None = None,
         clock: WallClock = wall_clock,
         offload: OffloadStorage | None = None,
+        session: Callable[[], Session] | None = None,
     ) -> None:
+        """`session`: the stores' connection (LedgerDeleter); the ledger store's if None."""
         self.in_use = in_use
         self._deleter = LedgerDeleter(
-            in_use, storage, retry or TransientRetry(), offload, margins, clock
+            in_use, storage, retry or TransientRetry(), offload, margins, clock, session
         )
         self._reconsumer = reconsumer
         self._margins = margins

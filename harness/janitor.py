@@ -173,6 +173,8 @@ class JanitorFactory:
             # A test's ledgers are seconds old: no age rule unless a test asks for one (the
             # rule has tests of its own: test_decision_creators, the model test, ...).
             "min_ledger_age_seconds_of_two_phase_deletion": 0,
+            # No ZooKeeper outage to settle from, unless a test makes one (and sets it).
+            "metadata_store_session_timeout_millis": 0,
             "reconsume_later_seconds_of_two_phase_deletion": 1,
             "max_reconsume_times_of_two_phase_deletion": 3,
             "operation_timeout_seconds": 10,

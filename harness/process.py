@@ -23,6 +23,8 @@ def start_sidecar(metadata_url: str, broker_url: str, **settings: object) -> sub
         "metricsPort": 0,
         "clockSkewAllowanceSecondsOfTwoPhaseDeletion": 0,
         "minLedgerAgeSecondsOfTwoPhaseDeletion": 0,
+        # No ZooKeeper outage to settle from, unless a test makes one (and sets it).
+        "metadataStoreSessionTimeoutMillis": 0,
         **settings,
     }
     overrides = [

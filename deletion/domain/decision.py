@@ -45,6 +45,14 @@ class SafetyMargins:
     send_delay: float = 60.0  # sendDelaySecondsOfTwoPhaseDeletion: a floor for every delay
     clock_skew: float = 10.0  # clockSkewAllowanceSecondsOfTwoPhaseDeletion
     min_ledger_age: float = 600.0  # minLedgerAgeSecondsOfTwoPhaseDeletion
+    # metadataStoreSessionTimeoutMillis: with the age rule on, how long a (re)connection to
+    # the metadata store must have lasted before a snapshot read on it lets a ledger go.
+    settle: float = 30.0
+
+    def settle_after(self, since: EpochSeconds) -> EpochSeconds:
+        """The earliest snapshot time a connection made at `since` vouches for: its start, and
+        with the age rule on, `settle` later (see `decide_recordable`)."""
+        return EpochSeconds(since + (self.settle if self.min_ledger_age > 0 else 0.0))
 
 
 def decide_in_use(
@@ -166,11 +174,16 @@ def decide_recordable(
     creation whose broker crashed before recording it, on a topic that may never roll over
     again or a cursor never acknowledged again. It is deleted, whatever its creator has
     recorded since. A ledger younger than that is never deleted: it may be being created.
-    What the bound leaves out: a ZooKeeper ensemble that loses its quorum keeps its sessions,
-    so a broker's put pending since before such an outage may land right after it, however
-    long it lasted; and a compacted ledger has no bound at all (phase two of compaction has
-    no timeout), but no message may name one (`check_ownership`: its component is
-    `compacted-ledger`).
+    What the bound leaves out: a ZooKeeper ensemble that loses its quorum keeps its sessions
+    (a new leader restarts every session's timer), and Pulsar's ZKMetadataStore retries a
+    ConnectionLoss every 100 ms within its session, so a broker's put pending since before
+    such an outage lands right after it, however long the outage lasted. A broker that
+    reconnects later than `metadataStoreSessionTimeoutMillis` after the quorum is back finds
+    its session expired and its put failed. So the deleter uses, with the age rule on, only a
+    snapshot read at least that long (`SafetyMargins.settle`) after its own (re)connection to
+    the store, which is no earlier than the quorum's return (`LedgerDeleter`). A compacted
+    ledger has no bound at all (phase two of compaction has no timeout), but no message may
+    name one (`check_ownership`: its component is `compacted-ledger`).
 
     `min_ledger_age` 0 turns the age rule off (a store without creation times; the tests'
     just-made ledgers). Then **the creator's own sequence** is the only guard

@@ -5,6 +5,12 @@ batched: one pipelined read of the candidates' metadata, then one pipelined vers
 delete of those their topic still owns, instead of two round trips per message. A batch
 that still fails after its transient retries (a corrupt ledger znode, a flaky store) is
 redone one ledger at a time, so that one bad ledger holds back no other.
+
+A batch acts only on what it read during one unbroken connection to its stores (`Session`):
+a snapshot read before the connection's start (a cached one, from before an outage or a pause
+of this process past its session) is read again, with the age rule on only one read `settle`
+seconds into the connection counts (decision.decide_recordable), and if the connection breaks
+between the reads and the deletes, nothing is deleted: the batch is handed back.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.message import LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.offload_port import OffloadStorage, UnsupportedOffloadDriverError
 from deletion.domain.outcome import Outcome, Result
-from deletion.domain.ports import Deletion, LedgerRecord, LedgerStorage
+from deletion.domain.ports import Deletion, LedgerRecord, LedgerStorage, Session
 from deletion.domain.topics import NamespaceName
 from deletion.wire.offload_context import IncompleteOffloadError
 
@@ -65,22 +71,32 @@ class LedgerDeleter:
         offload: OffloadStorage | None = None,
         margins: SafetyMargins | None = None,
         clock: WallClock = wall_clock,
+        session: Callable[[], Session] | None = None,
     ) -> None:
+        """`session`: the stores' connection (the metadata store's and the ledger store's
+        together); by default the ledger store's."""
         self.in_use = in_use
         self._storage = storage
         self._retry = retry
         self._offload = offload
         self._margins = margins or SafetyMargins()
         self._clock = clock
+        self._session = session or storage.session
 
     def decide(self, batch: Sequence[Candidate], dry_run: bool = False) -> list[Ruling]:
         """Check each, and delete those that are safe to (unless `dry_run`): a Result says
         what was done (DELETED, ALREADY_GONE, or in a dry run WOULD_DELETE); a Decision,
         that it is not to be deleted now."""
-        checked = [self._checked(candidate) for candidate in batch]
+        opened = self._session()
+        checked = [self._checked(candidate, opened) for candidate in batch]
         rulings: list[Ruling] = list(checked)
         ready = [i for i, decision in enumerate(checked) if decision.verdict is SAFE]
         records = self._read([batch[i].info.ledger_id for i in ready])
+        broken = self._broken(opened)
+        if broken is not None:
+            for i in ready:
+                rulings[i] = broken
+            return rulings
         versions: dict[int, int] = {}
         deleting: dict[int, list[int]] = {}  # ledger id -> the candidates it settles
         for i in ready:
@@ -99,6 +115,12 @@ class LedgerDeleter:
             else:
                 versions[info.ledger_id] = record.version
                 deleting.setdefault(info.ledger_id, []).append(i)
+        broken = self._broken(opened) if versions else None
+        if broken is not None:
+            for settled in deleting.values():
+                for i in settled:
+                    rulings[i] = broken
+            return rulings
         deletions = self._delete(versions)
         for ledger_id, settled in deleting.items():
             first, *duplicates = settled
@@ -110,22 +132,46 @@ class LedgerDeleter:
                 rulings[i] = _deleted(batch[i].info, deletion)
         return rulings
 
-    def _checked(self, candidate: Candidate) -> Decision:
+    def _broken(self, opened: Session) -> Decision | None:
+        """NOT_YET for what is left of a batch whose stores' connection broke since `opened`."""
+        now = self._session()
+        if now == opened:
+            return None
+        return Decision(
+            Verdict.NOT_YET,
+            "the metadata store's connection broke during the batch: nothing read before it "
+            "is acted on",
+        )
+
+    def _checked(self, candidate: Candidate, session: Session) -> Decision:
         info = candidate.info
         refused = check_namespace(info, candidate.namespace)
         if refused is not None:
             return refused
         if info.ledger_type is LedgerType.OFFLOAD_LEDGER and self._offload is None:
             return Decision(Verdict.REFUSED, "no offload storage is configured for OFFLOAD_LEDGER")
+        if not session.connected:
+            return Decision(Verdict.NOT_YET, "the metadata store is not connected")
+        settled = self._margins.settle_after(session.since)
+        if self._clock() < settled:
+            return Decision(
+                Verdict.NOT_YET,
+                f"the metadata store (re)connected {self._clock() - session.since:.0f}s ago: "
+                f"writes held up by an outage may still land for {self._margins.settle:.0f}s",
+                old_at=settled,
+            )
         try:
-            return self._in_use_decision(info, candidate.not_before)
+            return self._in_use_decision(info, candidate.not_before, settled)
         except JanitorError as exc:
             return _unknown(exc)
 
-    def _in_use_decision(self, info: PendingDeleteLedgerInfo, due: EpochSeconds) -> Decision:
+    def _in_use_decision(
+        self, info: PendingDeleteLedgerInfo, due: EpochSeconds, settled: EpochSeconds
+    ) -> Decision:
         topic = info.topic_name
-        # Without the in-use check's staleness rule, only a snapshot read now will do.
-        fresh_after = due if info.check_ledger_still_in_use else self._clock()
+        # Without the in-use check's staleness rule, only a snapshot read now will do; and
+        # never one read before the connection it was read on was settled.
+        fresh_after = max(due if info.check_ledger_still_in_use else self._clock(), settled)
         snapshot = self.in_use.cached(topic, fresh_after) or self._retry.call(
             lambda: self.in_use.lookup(topic, fresh_after)
         )

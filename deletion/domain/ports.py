@@ -28,6 +28,24 @@ class Deletion(Enum):
 
 
 @dataclass(frozen=True)
+class Session:
+    """A store's connection as the deleter must know it: whether it is connected now, and
+    since when (wall-clock) without a break. A store with no connection of its own (a file)
+    is always connected, since the epoch."""
+
+    connected: bool
+    since: EpochSeconds
+
+
+ALWAYS = Session(True, EpochSeconds(0.0))
+
+
+def latest(*sessions: Session) -> Session:
+    """Several stores as one: connected only if each is, since the newest (re)connection."""
+    return Session(all(s.connected for s in sessions), max(s.since for s in sessions))
+
+
+@dataclass(frozen=True)
 class Stat:
     version: int
     ctime_ms: int
@@ -86,6 +104,10 @@ class MetadataStore(Protocol):
             nodes = self.get_many([path for _, path in chunk])
             yield from zip((key for key, _ in chunk), nodes, strict=True)
 
+    def session(self) -> Session:
+        """The connection's state (see Session); a store without one is always connected."""
+        return ALWAYS
+
     def close(self) -> None: ...
 
 
@@ -130,6 +152,9 @@ class LedgerStorage(Protocol):
             ledger_id: _deletion(self.delete_ledger, ledger_id, version)
             for ledger_id, version in versions.items()
         }
+
+    def session(self) -> Session:
+        return ALWAYS
 
     def close(self) -> None: ...
 

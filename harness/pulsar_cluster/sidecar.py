@@ -25,6 +25,8 @@ TEST_SETTINGS: Mapping[str, object] = {
     "metricsPort": 0,
     "clockSkewAllowanceSecondsOfTwoPhaseDeletion": 0,
     "minLedgerAgeSecondsOfTwoPhaseDeletion": 0,
+    # No outage to settle from, unless a test makes one (and sets it).
+    "metadataStoreSessionTimeoutMillis": 0,
     "sendDelaySecondsOfTwoPhaseDeletion": 2,
     "reconsumeLaterSecondsOfTwoPhaseDeletion": 1,
 }

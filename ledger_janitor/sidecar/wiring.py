@@ -34,7 +34,7 @@ from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.decision import SafetyMargins
 from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.namespaces import NamespaceRegistry, discover_deletion_namespaces
-from deletion.domain.ports import LedgerStorage, MetadataStore
+from deletion.domain.ports import LedgerStorage, MetadataStore, Session, latest
 from deletion.domain.topics import NamespaceName
 from ledger_janitor import logs
 from producers import PhaseOne, ProducerPool
@@ -48,6 +48,7 @@ def safety_margins(config: ServiceConfiguration) -> SafetyMargins:
         send_delay=config.send_delay_seconds_of_two_phase_deletion,
         clock_skew=config.clock_skew_allowance_seconds_of_two_phase_deletion,
         min_ledger_age=config.min_ledger_age_seconds_of_two_phase_deletion,
+        settle=config.metadata_store_session_timeout_millis / 1000.0,
     )
 
 
@@ -119,7 +120,12 @@ class Sidecar:
             safety_margins(config),
             clock=clock,
             offload=open_offload_storage(config),
+            session=self.session,
         )
+
+    def session(self) -> Session:
+        """The metadata store's and the ledger store's connections, as one."""
+        return latest(self.metadata.session(), self.ledgers.session())
 
     def worker(
         self,

@@ -34,6 +34,8 @@ def config(pulsar_: RealPulsar, **overrides: Any) -> ServiceConfiguration:
         "metadata_store_url": pulsar_.metadata_url,
         "send_delay_seconds_of_two_phase_deletion": 2,
         "clock_skew_allowance_seconds_of_two_phase_deletion": 0,  # one machine, one clock
+        # No ZooKeeper outage to settle from, unless a test makes one (and sets it).
+        "metadata_store_session_timeout_millis": 0,
         "reconsume_later_seconds_of_two_phase_deletion": 1,
         "operation_timeout_seconds": 30,
         "metrics_port": 0,

@@ -4,7 +4,7 @@ test_handler, test_handler_batch and test_deleter."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,6 +28,7 @@ from deletion.domain.ports import (
     Deletion,
     LedgerRecord,
     LedgerStorage,
+    Session,
     TopicLedgers,
 )
 from deletion.domain.topics import NamespaceName, TopicName
@@ -192,6 +193,8 @@ class Rig:
     offload: OffloadStorage | None = None
     # Shared by every handler when set; otherwise each handler starts with an empty cache.
     cache: InUseLedgersCache | None = None
+    # The stores' connection as the deleter sees it; the ledger store's (always) if None.
+    session: Callable[[], Session] | None = None
 
     def new_cache(self) -> InUseLedgersCache:
         return InUseLedgersCache(self.source, ttl=600, clock=lambda: MonotonicSeconds(NOW))
@@ -207,6 +210,7 @@ class Rig:
             retry,
             clock=lambda: EpochSeconds(NOW),
             offload=self.offload,
+            session=self.session,
         )
 
     def handle(self, info: PendingDeleteLedgerInfo, **props: str) -> Result:

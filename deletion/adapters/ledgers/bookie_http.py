@@ -16,7 +16,7 @@ from core.errors import (
     VersionConflictError,
 )
 from deletion.adapters.ledgers.bookkeeper import BookKeeperLedgerStorage
-from deletion.domain.ports import ANY_VERSION, LedgerRecord, LedgerStorage
+from deletion.domain.ports import ANY_VERSION, LedgerRecord, LedgerStorage, Session
 
 
 class BookieHttpLedgerStorage(LedgerStorage):
@@ -33,6 +33,9 @@ class BookieHttpLedgerStorage(LedgerStorage):
 
     def verify_layout(self) -> None:
         self._metadata.verify_layout()
+
+    def session(self) -> Session:
+        return self._metadata.session()
 
     def ledger(self, ledger_id: int) -> LedgerRecord | None:
         return self._metadata.ledger(ledger_id)

@@ -21,6 +21,7 @@ from deletion.domain.ports import (
     LedgerStorage,
     MetadataStore,
     Node,
+    Session,
 )
 from deletion.wire import bookkeeper_metadata as formats
 
@@ -39,6 +40,9 @@ class BookKeeperLedgerStorage(LedgerStorage):
         """BookKeeper's LAYOUT is there, else LayoutError."""
         if self._store.get(self._layout) is None:
             raise missing(self._layout, self._where)
+
+    def session(self) -> Session:
+        return self._store.session()
 
     def ledger(self, ledger_id: int) -> LedgerRecord | None:
         return self.ledgers([ledger_id])[ledger_id]

@@ -36,8 +36,9 @@ from core.errors import (
 from deletion.adapters.stores import zookeeper_multi_delete as multi_delete
 from deletion.adapters.stores.zookeeper_multiread import MultiReader, RequestFailedError
 from deletion.adapters.stores.zookeeper_select import SelectHandler
+from deletion.adapters.stores.zookeeper_session import SessionWatch
 from deletion.adapters.stores.zookeeper_tls_witness import TlsFailureWitness
-from deletion.domain.ports import ANY_VERSION, Deletion, MetadataStore, Node, Stat
+from deletion.domain.ports import ANY_VERSION, Deletion, MetadataStore, Node, Session, Stat
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -213,6 +214,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         self._owns_client = owns_client
         self._reply_timeout = reply_timeout
         self._multi_reader = MultiReader(client, read_window, reply_timeout)
+        self._watch = SessionWatch(client)
 
     @classmethod
     def connect(
@@ -228,6 +230,9 @@ class ZooKeeperMetadataStore(MetadataStore):
     @property
     def client(self) -> KazooClient:
         return self._client
+
+    def session(self) -> Session:
+        return self._watch.session()
 
     def get(self, path: str) -> Node | None:
         with _translated(path):
