@@ -29,6 +29,11 @@ class LayoutError(MetadataError):
     transient, but a sidecar waits for it rather than exit: the broker may lay it out yet."""
 
 
+class ConnectionBrokenError(MetadataError):
+    """The store's connection broke since what is about to be acted on was read: not retried
+    on the new connection (a delete decided on the old one), and so, unknown for now."""
+
+
 class VersionConflictError(MetadataError):
     """A compare-and-set lost against a concurrent writer."""
 

@@ -21,7 +21,7 @@ from functools import partial
 from typing import TypeVar
 
 from core.clock import EpochSeconds, WallClock, wall_clock
-from core.errors import DecodeError, JanitorError, OffloadOwnershipError
+from core.errors import ConnectionBrokenError, DecodeError, JanitorError, OffloadOwnershipError
 from core.retry import TransientRetry
 from deletion.domain.decision import (
     Decision,
@@ -121,7 +121,7 @@ class LedgerDeleter:
                 for i in settled:
                     rulings[i] = broken
             return rulings
-        deletions = self._delete(versions)
+        deletions = self._delete(versions, opened)
         for ledger_id, settled in deleting.items():
             first, *duplicates = settled
             deletion = deletions[ledger_id]
@@ -192,10 +192,17 @@ class LedgerDeleter:
     def _read(self, ledger_ids: Sequence[int]) -> dict[int, Record]:
         return self._settled(sorted(set(ledger_ids)), self._storage.ledgers)
 
-    def _delete(self, versions: Mapping[int, int]) -> dict[int, Deletion | JanitorError]:
-        return self._settled(
-            list(versions), lambda ids: self._storage.delete_ledgers({i: versions[i] for i in ids})
-        )
+    def _delete(
+        self, versions: Mapping[int, int], opened: Session
+    ) -> dict[int, Deletion | JanitorError]:
+        def delete(ids: Sequence[int]) -> Mapping[int, Deletion]:
+            # Each try, the retries' too: a retry after a reconnection would act on the
+            # reads of the connection that broke.
+            if self._session() != opened:
+                raise ConnectionBrokenError("the store's connection broke since the batch's reads")
+            return self._storage.delete_ledgers({i: versions[i] for i in ids})
+
+        return self._settled(list(versions), delete)
 
     def _settled(
         self, ledger_ids: Sequence[int], operation: Callable[[Sequence[int]], Mapping[int, V]]

@@ -7,14 +7,16 @@ test_zookeeper_session.py breaks a real one."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pytest
 
 from core.clock import EpochSeconds
+from core.errors import TransientMetadataError
 from deletion.domain.decision import SafetyMargins
 from deletion.domain.outcome import Outcome
-from deletion.domain.ports import LedgerRecord, Session
+from deletion.domain.ports import Deletion, LedgerRecord, Session
 from tests.unit.handler_rig import NOW, TOPIC, FlakyStorage, Rig, _info, _outcomes, rig
 
 __all__ = ["rig"]  # the fixture
@@ -120,3 +122,31 @@ def test_a_connection_broken_between_the_reads_and_the_deletes_deletes_nothing(
     assert storage.deleted == []
     # The next batch, on the new (settled) connection, reads afresh and deletes.
     assert _outcomes(rig.handle_batch(_info(3))) == ["deleted"]
+
+
+class LosesTheFirstDelete(FlakyStorage):
+    """The first delete is lost with the connection (a ConnectionLoss); the store connects
+    again at once."""
+
+    connection: Connection | None = None
+
+    def delete_ledgers(self, versions: Mapping[int, int]) -> dict[int, Deletion]:
+        assert self.connection is not None
+        if self.connection.current.since < NOW - 10:
+            self.connection.current = Session(True, EpochSeconds(NOW - 10))
+            raise TransientMetadataError("ZooKeeper unavailable: ConnectionLoss")
+        return super().delete_ledgers(versions)
+
+
+def test_a_delete_lost_with_the_connection_is_not_retried_on_the_next(
+    rig: Rig, margins: SafetyMargins
+) -> None:
+    """The retry of a transient failure would act on the broken connection's reads."""
+    rig.margins = SafetyMargins(send_delay=60, clock_skew=10, min_ledger_age=0, settle=SETTLE)
+    connection = Connection(Session(True, EpochSeconds(NOW - 3600)))
+    storage = LosesTheFirstDelete(dict(rig.storage.records))
+    storage.connection = connection
+    rig.storage, rig.session = storage, connection
+    (result,) = rig.handle_batch(_info(3))
+    assert result.outcome is Outcome.RECONSUMED and "connection broke" in result.reason
+    assert storage.deleted == []
