@@ -135,8 +135,10 @@ class LedgerDeleter:
     def _broken(self, opened: Session) -> Decision | None:
         """NOT_YET for what is left of a batch whose stores' connection broke since `opened`."""
         now = self._session()
-        if now == opened:
+        if now == opened and now.connected:
             return None
+        if not now.connected:
+            return Decision(Verdict.NOT_YET, "the metadata store's connection is broken")
         return Decision(
             Verdict.NOT_YET,
             "the metadata store's connection broke during the batch: nothing read before it "
@@ -150,8 +152,6 @@ class LedgerDeleter:
             return refused
         if info.ledger_type is LedgerType.OFFLOAD_LEDGER and self._offload is None:
             return Decision(Verdict.REFUSED, "no offload storage is configured for OFFLOAD_LEDGER")
-        if not session.connected:
-            return Decision(Verdict.NOT_YET, "the metadata store is not connected")
         settled = self._margins.settle_after(session.since)
         if self._clock() < settled:
             return Decision(
@@ -198,7 +198,7 @@ class LedgerDeleter:
         def delete(ids: Sequence[int]) -> Mapping[int, Deletion]:
             # Each try, the retries' too: a retry after a reconnection would act on the
             # reads of the connection that broke.
-            if self._session() != opened:
+            if self._session() != opened or not opened.connected:
                 raise ConnectionBrokenError("the store's connection broke since the batch's reads")
             return self._storage.delete_ledgers({i: versions[i] for i in ids})
 
