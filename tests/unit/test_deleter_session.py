@@ -105,7 +105,7 @@ def test_with_the_age_rule_off_a_new_connection_still_needs_a_snapshot_of_its_ow
 def test_a_disconnected_store_decides_nothing(rig: Rig, margins: SafetyMargins) -> None:
     rig.session = Connection(Session(False, EpochSeconds(NOW - 3600)))
     (result,) = rig.handle_batch(_info(3))
-    assert result.outcome is Outcome.RECONSUMED and "connection broke" in result.reason
+    assert result.outcome is Outcome.RECONSUMED and "connection is broken" in result.reason
     assert rig.storage.deleted == []
 
 
