@@ -88,8 +88,8 @@ NAMED: tuple[NamedMutant, ...] = (
         "bookkeeper",
         "delete ignoring the version read (one ledger)",
         "deletion/adapters/ledgers/bookkeeper.py",
-        "return self._store.delete(self._path(ledger_id), expected_version)",
-        "return self._store.delete(self._path(ledger_id))",
+        "deleted = self._store.delete(self._path(ledger_id), expected_version)",
+        "deleted = self._store.delete(self._path(ledger_id))",
         ("tests/integration/test_stores.py", "tests/integration/test_ledger_storage.py"),
     ),
     NamedMutant(
@@ -263,8 +263,8 @@ NAMED: tuple[NamedMutant, ...] = (
         "deleter",
         "an unchecked message decided on a cached snapshot",
         "deletion/domain/deleter.py",
-        "fresh_after = due if info.check_ledger_still_in_use else self._clock()",
-        "fresh_after = due",
+        "fresh_after = max(due if info.check_ledger_still_in_use else self._clock(), settled)",
+        "fresh_after = max(due, settled)",
         (*HANDLER, DELETER),
     ),
     NamedMutant(

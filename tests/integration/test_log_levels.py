@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from deletion.adapters.stores.sqlite import SqliteMetadataStore
+from harness.janitor import embedded_store
 from harness.process import run_cli, wait_until
 from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
 from tests.integration.run_rig import Run, running
@@ -37,9 +37,7 @@ def broker_conf(tmp_path: Path) -> Path:
 
 
 def store(tmp_path: Path) -> str:
-    path = tmp_path / "janitor.db"
-    SqliteMetadataStore(str(path)).close()  # an existing store, as a cluster's is
-    return f"sqlite:{path}"
+    return embedded_store(tmp_path / "janitor.db")  # an existing store, as a cluster's is
 
 
 def started(run: Run) -> None:

@@ -20,10 +20,9 @@ import pulsar
 import pytest
 
 from core.errors import EnqueueError
-from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.domain.message import decode
 from deletion.domain.topics import NamespaceName, TopicName
-from harness.janitor import JanitorFactory, sqlite_backend
+from harness.janitor import JanitorFactory, embedded_store, sqlite_backend
 from harness.process import paused, run_cli, start_cli
 from ledger_janitor.demo.embedded import EmbeddedBroker
 from producers.phase_one import PhaseOne
@@ -85,9 +84,7 @@ def test_sends_the_broker_never_answers_are_not_enqueued_and_nothing_commits(
 
 
 def _cli_store(tmp_path: Path) -> str:
-    path = tmp_path / "cli.db"
-    SqliteMetadataStore(path).close()  # the operator's store exists already
-    return f"sqlite:{path}"
+    return embedded_store(tmp_path / "cli.db")  # the operator's store exists already
 
 
 def test_enqueue_to_a_broker_that_does_not_answer_exits_2_after_one_time_out(

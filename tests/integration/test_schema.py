@@ -23,6 +23,7 @@ import pytest
 from consumers.archive import archive_consumer
 from consumers.archive_listing import list_archive
 from core.errors import DecodeError
+from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
 from deletion.domain import message
 from deletion.domain.message import (
     SCHEMA_DEFINITION,
@@ -55,7 +56,10 @@ def registry() -> Iterator[SchemaBroker]:
 
 
 def _factory(broker_url: str, tmp_path: Path) -> JanitorFactory:
-    return JanitorFactory(sqlite_backend(str(tmp_path / "janitor.db")), broker_url, tmp_path)
+    """The embedded store, holding the namespace (its topic `t` deleted: its ledgers may go)."""
+    backend = sqlite_backend(str(tmp_path / "janitor.db"))
+    ManagedLedgerWriter(backend.metadata).ensure_namespace(NAMESPACE)
+    return JanitorFactory(backend, broker_url, tmp_path)
 
 
 @pytest.fixture

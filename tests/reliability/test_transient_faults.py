@@ -112,14 +112,19 @@ class FlakyStorage(LedgerStorage):
 class FlakyPool:
     def __init__(self, real: Any, faults: Faults, kind: str) -> None:
         self._real, self._faults, self._kind = real, faults, kind
+        self._struck: set[str] = set()
 
     def send(self, topic: str, *args: Any, **kwargs: Any) -> Future[Any]:
         if self._faults.strike(self._kind):
+            self._struck.add(topic)  # a failed message, not a failed producer
             failed: Future[Any] = Future()
             failed.set_exception(TransientBrokerError(f"injected: send to {topic}"))
             return failed
         result: Future[Any] = self._real.send(topic, *args, **kwargs)
         return result
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._struck or topic in self._real
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)

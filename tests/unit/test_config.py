@@ -71,7 +71,8 @@ def test_defaults_match_the_documented_values() -> None:
     assert config.min_ledger_age_seconds_of_two_phase_deletion == 600
     assert config.ledger_deletion_schema_enabled_of_two_phase_deletion is True
     assert config.metadata_store_config_path == ""
-    assert len(loaded.sources) == len(SPECS) == 43
+    assert config.metadata_store_session_timeout_millis == 30000
+    assert len(loaded.sources) == len(SPECS) == 44
 
 
 def test_every_field_carries_key_type_default_and_doc() -> None:

@@ -352,6 +352,7 @@ class ZooKeeperMetadataStore(MetadataStore):
                 raise VersionConflictError(f"{path}: {type(exc).__name__}") from exc
 
     def close(self) -> None:
+        self._watch.stopping()
         if self._owns_client:
             self._client.stop()
             self._client.close()

@@ -15,6 +15,10 @@ import org.apache.bookkeeper.conf.ClientConfiguration;
  *
  *   LeakMaker ZK_HOSTS MANAGED_LEDGER_NAME CURSOR_OR_DASH COUNT BYTES_EACH
  *
+ * ZK_HOSTS as ZooKeeper's clients write them (host:port,host:port); BookKeeper's metadata
+ * service URI separates an ensemble's servers with ';' instead (its URI's authority cannot
+ * hold ','), as the bookies' own metadataServiceUri does.
+ *
  * Prints {"ledgers": [...]} on stdout.
  */
 public final class LeakMaker {
@@ -23,7 +27,7 @@ public final class LeakMaker {
 
     public static void main(String[] args) throws Exception {
         ClientConfiguration conf = new ClientConfiguration()
-                .setMetadataServiceUri("zk+hierarchical://" + args[0] + "/ledgers");
+                .setMetadataServiceUri("zk+hierarchical://" + args[0].replace(',', ';') + "/ledgers");
         Map<String, byte[]> metadata = new HashMap<>();
         metadata.put("application", bytes("pulsar"));
         metadata.put("component", bytes("managed-ledger"));
