@@ -196,6 +196,8 @@ def one_case(kind: str, age: float, rule: tuple[bool, int, int], root: Path) -> 
     try:
         topic = TopicName(NS, "t")
         writer = ManagedLedgerWriter(store)
+        writer.lay_out()  # a cluster's store, holding the namespace
+        writer.ensure_namespace(NS)
         created = clock.now - age
         component = {
             "cursor": LedgerComponent.MANAGED_CURSOR,

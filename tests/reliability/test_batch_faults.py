@@ -135,12 +135,14 @@ def test_transient_fault_in_the_middle_of_a_pipelined_batch(rig: ZkRig, case: st
     worker, client = rig.worker(plan, recorder, SETTINGS, backlog=BACKLOG)
     try:
         rig.wait_gone(rig.released)
+        # A delete applied whose reply the broken connection lost settles on the message's
+        # next delivery, which may come after the ledger is gone: the worker keeps running.
+        assert_every_message_settled(rig, recorder)
         alive, detail = worker.live()
     finally:
         worker.stop()
 
     rig.assert_referenced_intact()
-    assert_every_message_settled(rig, recorder)
     assert alive, detail
     assert len(plan.fired) == times, f"the fault fired {len(plan.fired)} times"
     hit = [client.burst(request.burst) for request in plan.fired]
@@ -184,12 +186,12 @@ def test_server_restarted_in_the_middle_of_a_batch(
         worker, _ = rig.worker(once, recorder, SETTINGS, backlog=BACKLOG)
         try:
             rig.wait_gone(rig.released)
+            assert_every_message_settled(rig, recorder)  # with the worker still running
             alive, detail = worker.live()
         finally:
             worker.stop()
             restarting.join(60)
         rig.assert_referenced_intact()
-        assert_every_message_settled(rig, recorder)
         # More than the interrupted batch was left to do with the server down.
         assert settled_at_stop[0] + 2 * BATCH < len(rig.released), settled_at_stop
     assert alive, detail
@@ -261,7 +263,10 @@ def test_crash_in_the_middle_of_a_batch(rig: ZkRig, when: str) -> None:
     finally:
         first.stop()
     (fired,) = plan.fired
-    batch = [i for i in client.burst(fired.burst) if i.request.op == op]
+    # The ledgers' requests: a batch's reads also read BookKeeper's LAYOUT (checked with
+    # every read, deletion/adapters/layout.py).
+    known = set(rig.paths.values())
+    batch = [i for i in client.burst(fired.burst) if i.request.op == op and i.request.path in known]
     assert len(batch) >= 3
     applied = expected is Outcome.ALREADY_GONE
     assert {i.outcome for i in batch} == {"unread" if applied else "unsent"}

@@ -104,7 +104,14 @@ def wait_outcomes(
     try:
         wait_until(done, timeout, "outcomes")
     except AssertionError:
-        raise AssertionError(f"not settled: {outcomes(ledgers, *recorders)}") from None
+        found = outcomes(ledgers, *recorders)
+        reasons = {
+            r.info.ledger_id: r.reason
+            for recorder in recorders
+            for r in recorder.results
+            if r.info and r.info.ledger_id in ledgers and found[r.info.ledger_id][-1] not in final
+        }
+        raise AssertionError(f"not settled: {found}; last reasons: {reasons}") from None
     return outcomes(ledgers, *recorders)
 
 
