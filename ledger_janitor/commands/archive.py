@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from collections import Counter
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.progress import (
     MofNCompleteColumn,
     Progress,
@@ -38,7 +40,7 @@ from ledger_janitor.commands.options import (
     sidecar_for,
 )
 from ledger_janitor.commands.typer_app import command_group
-from ledger_janitor.sidecar.wiring import Sidecar
+from ledger_janitor.sidecar.wiring import Sidecar, safety_margins
 
 archive_app = command_group("The archive of deletions phase two gave up on: list it, drain it.")
 NamespaceOpt = Annotated[
@@ -216,6 +218,7 @@ def _drain(
     settled: Settled = []
     drain = sidecar.archive_drain()
     shown = plain_console(stderr=True)
+    _settle(sidecar, shown)
     with Progress(console=shown, transient=True, disable=not shown.is_terminal) as progress:
         for target in targets:
             left = None if limit is None else limit - len(settled)
@@ -228,3 +231,18 @@ def _drain(
                 target, only, dry_run, wait, lambda *_, t=task: progress.advance(t)
             )
     return settled
+
+
+def _settle(sidecar: Sidecar, shown: Console) -> None:
+    """With the age rule on, nothing is decided on a connection younger than
+    metadataStoreSessionTimeoutMillis (DeletionHandler: writes held up by a ZooKeeper outage
+    may still land). A drain just connected waits that out rather than requeue everything."""
+    margins = safety_margins(sidecar.config)
+    left = margins.settle_after(sidecar.session().since) - time.time()
+    if left > 0:
+        shown.print(
+            f"waiting {left:.0f} s for the metadata store's connection to settle "
+            "(metadataStoreSessionTimeoutMillis)",
+            soft_wrap=True,
+        )
+        time.sleep(left)

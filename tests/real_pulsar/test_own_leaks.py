@@ -54,6 +54,8 @@ class Operator:
             "sendDelaySecondsOfTwoPhaseDeletion": 1,
             "reconsumeLaterSecondsOfTwoPhaseDeletion": 1,
             "maxReconsumeTimesOfTwoPhaseDeletion": 2,
+            # The age rule at its default: a command just connected waits this out first.
+            "metadataStoreSessionTimeoutMillis": 3000,
         }
         if with_admin:
             self.settings["webServiceUrl"] = pulsar_.web_url
@@ -171,7 +173,7 @@ def _reconsumed_then_archived(
         run.stop()
     leaks.after("run, stopped")
     drained = operator.cli("archive", "drain", "--namespace", str(watched), "--yes")
-    assert "1 rearchived" in drained.stdout, drained.stdout  # still referenced
+    assert "1 archived again" in drained.stdout, drained.stdout  # still referenced
     assert referenced in rig.ledgers_of(admin, busy)
     leaks.after("archive drain")
 
