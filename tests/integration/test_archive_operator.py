@@ -20,8 +20,9 @@ from deletion.domain import message
 from deletion.domain import message_properties as props
 from deletion.domain.message import PendingDeleteLedgerInfo
 from deletion.domain.topics import ARCHIVE_TOPIC, NamespaceName, TopicName
-from harness.janitor import Backend, JanitorFactory
+from harness.janitor import Backend, JanitorFactory, zookeeper_backend
 from harness.process import ROOT, run_cli
+from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.demo.embedded import EmbeddedBroker
 from ledger_janitor.demo.seeding import TopicSeeder, pending
 from ledger_janitor.sidecar.wiring import Sidecar
@@ -211,3 +212,38 @@ def with_stderr_on_a_terminal(args: list[str]) -> tuple[str, str]:
     stdout = process.stdout.read().decode() if process.stdout else ""
     assert process.wait(timeout=120) == 0, sent.decode(errors="replace")
     return stdout, sent.decode(errors="replace")
+
+
+def test_a_drain_just_connected_waits_out_the_settling_instead_of_requeueing(
+    zookeeper: ZooKeeperServer,
+    chroot: str,
+    broker: EmbeddedBroker,
+    namespace: NamespaceName,
+    tmp_path: Path,
+) -> None:
+    """With the age rule on, nothing is decided on a ZooKeeper connection younger than
+    metadataStoreSessionTimeoutMillis: a drain (a fresh process, so a fresh connection)
+    requeued every message it read. It waits that out first, and says so on stderr."""
+    backend = zookeeper_backend(zookeeper.hosts, chroot)
+    embedded = JanitorFactory(backend, broker.service_url, tmp_path)  # closed below
+    seeder = TopicSeeder(backend.metadata, backend.factory)
+    seeded = seeder.seed(TopicName(namespace, "orders"), ledgers=3)
+    (gone,) = seeded.ledgers[:1]
+    seeder.release(seeded, [gone])
+    backend.ledgers.delete_ledger(gone)
+    sidecar = embedded.sidecar()
+    archive(sidecar, [pending(seeded.topic, gone)], "gave up: timeout")
+    where = ("--metadata-store", backend.metadata_url, "--broker-url", broker.service_url)
+    settling = ("--set", "metadataStoreSessionTimeoutMillis=2000",
+                "--set", "minLedgerAgeSecondsOfTwoPhaseDeletion=600")  # fmt: skip
+
+    done = cli("archive", "drain", "-n", str(namespace), "--yes", *settling, *where)
+
+    assert done.returncode == 0, done.stderr
+    assert "to settle (metadataStoreSessionTimeoutMillis)" in done.stderr, done.stderr
+    assert done.stdout.endswith(f"\ndrained 1 message in {namespace}: 1 already gone\n"), (
+        done.stdout
+    )
+    embedded.close()
+    backend.ledgers.close()
+    backend.metadata.close()
