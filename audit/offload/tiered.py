@@ -53,7 +53,9 @@ class TieredAudit:
         return orphans.orderBy("namespace", "ledger_id", "uuid").collect()
 
     def figures(self) -> dict[str, Any]:
-        missing = [row["what"] for row in self.missing_rows]
+        # Ledgers, as the MISSING DATA block and the metric count them: a ledger that two
+        # references name (two topics, or a topic and its cursor) is one ledger gone.
+        missing = [what for what, _ in {(r["what"], r["ledger_id"]) for r in self.missing_rows}]
         return {
             "offloaded_copies": self.copies,
             "offload_orphans": self.counts.get(ORPHAN, 0),

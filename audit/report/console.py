@@ -9,10 +9,36 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from audit.schema import MISSING_BOOKKEEPER, MISSING_OFFLOADED, ORPHAN
+from audit.schema import (
+    FOREIGN,
+    MISSING_BOOKKEEPER,
+    MISSING_OFFLOADED,
+    ORPHAN,
+    UNATTRIBUTABLE,
+    YOUNG,
+)
 from audit.units import count, human_bytes, plural, utc_minute
 
 MAX_LISTED = 20
+
+
+# What an operator acts on first: the orphans (what `--enqueue` reclaims), then what may
+# become one, then what the tool will not touch.
+_STATUS_ORDER = {ORPHAN: 0, YOUNG: 1, UNATTRIBUTABLE: 2, FOREIGN: 3}
+
+
+def _ordered(rows: Sequence[Row]) -> list[Row]:
+    """By status as above, then the largest first (bytes, then ledgers), then by name."""
+    return sorted(
+        rows,
+        key=lambda row: (
+            _STATUS_ORDER.get(row["status"], len(_STATUS_ORDER)),
+            -(row["bytes"] or 0),
+            -(row["ledgers"] or 0),
+            row["namespace"] or "~",
+            row["component"] or "~",
+        ),
+    )
 
 
 def summary_table(rows: Sequence[Row]) -> Table:
@@ -25,7 +51,8 @@ def summary_table(rows: Sequence[Row]) -> Table:
         "oldest (UTC)",
         title="unreferenced ledgers",
     )
-    for row in rows:
+    ordered = _ordered(rows)
+    for index, row in enumerate(ordered):
         style = "bold" if row["status"] == ORPHAN else None
         table.add_row(
             row["status"],
@@ -35,7 +62,19 @@ def summary_table(rows: Sequence[Row]) -> Table:
             human_bytes(row["bytes"]),
             utc_minute(row["oldest_ctime_ms"]),
             style=style,
+            end_section=index == len(ordered) - 1,
         )
+    oldest = [row["oldest_ctime_ms"] for row in rows if row["oldest_ctime_ms"] is not None]
+    sizes = [row["bytes"] for row in rows if row["bytes"] is not None]
+    table.add_row(
+        "total",
+        "",
+        "",
+        count(sum(row["ledgers"] or 0 for row in rows)),
+        human_bytes(sum(sizes)) if sizes else "-",
+        utc_minute(min(oldest)) if oldest else "-",
+        style="bold",
+    )
     return table
 
 
@@ -52,13 +91,18 @@ def _missing_line(ledger_id: int, rows: Sequence[Row]) -> str:
     whats, parts = [], []
     for row in rows:
         what = f"offload {row['offload_uuid']}" if row["offload_uuid"] else row["component"] or "-"
-        entries = (
-            "entries unknown"
-            if row["entries"] is None
-            else plural(row["entries"], "entry", "entries")
-        )
+        if row["entries"] is None and row["size"] is None:
+            recorded = "entries and size unknown"
+        else:
+            entries = (
+                "entries unknown"
+                if row["entries"] is None
+                else plural(row["entries"], "entry", "entries")
+            )
+            size = "size unknown" if row["size"] is None else human_bytes(row["size"])
+            recorded = f"{entries}, {size}"
         whats.append(row["what"])
-        parts.append(f"{row['topic'] or '-'} ({what}), {entries}, {human_bytes(row['size'])}")
+        parts.append(f"{row['topic'] or '-'} ({what}), {recorded}")
     gone = " and ".join(dict.fromkeys(whats))
     return f"  {gone}: ledger {ledger_id} of " + "; ".join(dict.fromkeys(parts))
 

@@ -122,8 +122,8 @@ def test_the_missing_data_block_lists_each_ledger_once() -> None:
         "MISSING DATA: 2 ledgers referenced by metadata are gone from storage (possible data"
         " loss; never enqueued): 1 dangling reference (no BookKeeper ledger), 1 offloaded copy"
         " gone from tiered storage",
-        "  bookkeeper: ledger 7 of a/b/t (MANAGED_LEDGER), entries unknown, -; a/b/u"
-        " (MANAGED_LEDGER), 1 entry, -",
+        "  bookkeeper: ledger 7 of a/b/t (MANAGED_LEDGER), entries and size unknown; a/b/u"
+        " (MANAGED_LEDGER), 1 entry, size unknown",
         "  tiered storage: ledger 9 of a/b/t (offload u-1), 3 entries, 2.0 KiB",
     ]
     none = StringIO()
@@ -152,3 +152,29 @@ def test_the_metrics_are_the_contract_s_gauges(tmp_path: Path) -> None:
     write_metrics(path, figures, 1.0, 2.0)
     assert "ledger_janitor_audit_duration_seconds 2.0" in path.read_text()
     assert [p.name for p in tmp_path.iterdir()] == ["audit.prom"]
+
+
+def test_the_console_summary_puts_orphans_first_largest_first_and_totals() -> None:
+    """It sorted statuses and namespaces as text (`orphan` after `foreign`, `t/ns10` before
+    `t/ns9` whatever their size) and had no total (issue 31)."""
+    from audit.report.console import print_report
+
+    def row(status: str, namespace: str | None, ledgers: int, size: int, ctime: int) -> Row:
+        return Row(status=status, namespace=namespace, component="MANAGED_LEDGER",
+                   ledgers=ledgers, bytes=size, oldest_ctime_ms=ctime)  # fmt: skip
+
+    rows = [
+        row("foreign", None, 1, 10, 3 * DAY),
+        row("orphan", "t/ns10", 2, 2048, 5 * DAY),
+        row("orphan", "t/ns9", 3, 4096, 4 * DAY),
+        row("young", "t/ns1", 1, 9999, 9 * DAY),
+    ]
+    out = StringIO()
+    print_report(Console(file=out, width=200, color_system=None), rows)
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("│")]
+    firsts = [
+        f"{line.split('│')[1].strip()} {line.split('│')[2].strip()}".strip() for line in lines
+    ]
+    assert firsts == ["orphan t/ns9", "orphan t/ns10", "young t/ns1", "foreign -", "total"]
+    total = lines[-1].split("│")
+    assert [cell.strip() for cell in total[4:7]] == ["7", "15.8 KiB", "1970-01-04 00:00"]

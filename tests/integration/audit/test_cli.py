@@ -93,7 +93,7 @@ def test_the_summary_table_names_namespaces_and_components(tmp_path: Path) -> No
     assert "a/b" in stdout and "a/c" in stdout and "MANAGED_LEDGER" in stdout
     assert "20 B" in stdout  # ledger 2; ledger 3's size is unknown
     assert "MISSING DATA: 1 ledger referenced by metadata is gone" in stdout
-    assert "  bookkeeper: ledger 7 of a/b/t (-), entries unknown, -" in stdout
+    assert "  bookkeeper: ledger 7 of a/b/t (-), entries and size unknown" in stdout
     assert "dry run: 2 orphans found" in stderr
 
 

@@ -86,7 +86,8 @@ def test_data_loss_exits_3_lists_each_lost_ledger_once_and_exports_metrics(
         " never enqueued): 1 dangling reference (no BookKeeper ledger)" in out
     )
     assert out.count("ledger 7 ") == 1 and "DANGLING" not in out
-    assert "  bookkeeper: ledger 7 of a/b/t (MANAGED_LEDGER), entries unknown, -; a/b/u " in out
+    missing = "  bookkeeper: ledger 7 of a/b/t (MANAGED_LEDGER), entries and size unknown; a/b/u "
+    assert missing in out
     assert "dry run: 1,234 orphans found" in done.stderr
     inventory_file = tmp_path / "inventory.jsonl"
     assert f"inventory: reading {inventory_file}: done in" in done.stderr  # one line, whole

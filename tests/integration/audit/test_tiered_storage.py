@@ -216,4 +216,4 @@ def test_without_tiered_storage_the_report_says_so_and_lists_missing_ledgers(
     lines = result.stdout.splitlines()
     assert "tiered storage: not configured" in lines
     assert "MISSING DATA: 1 ledger referenced by metadata is gone from storage" in result.stdout
-    assert "  bookkeeper: ledger 77 of a/b/lost (MANAGED_LEDGER), entries unknown, -" in lines
+    assert "  bookkeeper: ledger 77 of a/b/lost (MANAGED_LEDGER), entries and size unknown" in lines
