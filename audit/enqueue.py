@@ -16,7 +16,7 @@ from core.errors import JanitorError
 from deletion.domain.decision import check_ownership
 from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.ports import LedgerRecord
-from deletion.domain.topics import TopicName
+from deletion.domain.topics import NamespaceName, TopicName
 
 AUDIT_PROPERTIES: Mapping[str, str] = {"origin": "ledger-janitor-audit"}
 
@@ -80,14 +80,39 @@ def send_all(
     batch_size: int = 500,
     advance: Callable[[int], None] = lambda n: None,
 ) -> int:
-    """Send in batches, waiting for each; a failed batch raises AuditError."""
-    sent = 0
-    for start in range(0, len(infos), batch_size):
-        batch = infos[start : start + batch_size]
-        try:
-            phase_one.enqueue(batch)
-        except JanitorError as exc:
-            raise AuditError(f"enqueue failed after {sent} of {len(infos)}: {exc}") from exc
-        sent += len(batch)
-        advance(len(batch))
+    """Send each namespace's in batches, waiting for each; returns how many were sent.
+
+    A namespace whose send fails (its deletion topic holds another producer's schema, its
+    bundle's broker does not answer) keeps the rest of its orphans unsent and is named on a
+    line of its own; the other namespaces are still sent. Then AuditError, if any failed."""
+    by_namespace: dict[NamespaceName, list[PendingDeleteLedgerInfo]] = {}
+    for info in infos:
+        by_namespace.setdefault(info.topic_name.namespace, []).append(info)
+    sent, refused = 0, []
+    for namespace, theirs in by_namespace.items():
+        done = 0
+        for start in range(0, len(theirs), batch_size):
+            batch = theirs[start : start + batch_size]
+            try:
+                phase_one.enqueue(batch)
+            except JanitorError as exc:
+                left = len(theirs) - done
+                refused.append(f"  {namespace}: {left} not enqueued: {_first_reason(exc)}")
+                break
+            done += len(batch)
+            advance(len(batch))
+        sent += done
+    if refused:
+        raise AuditError(
+            f"enqueued {sent} of {len(infos)}; "
+            f"{len(refused)} of {len(by_namespace)} namespaces refused:\n" + "\n".join(refused)
+        )
     return sent
+
+
+def _first_reason(exc: JanitorError) -> str:
+    """One line: EnqueueError lists `<ledger>: <why>` a line, under a heading; the first why."""
+    lines = str(exc).splitlines()
+    if len(lines) > 1 and ": " in lines[1]:
+        return lines[1].split(": ", 1)[1]
+    return lines[0] if lines else type(exc).__name__

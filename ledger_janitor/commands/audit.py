@@ -122,7 +122,9 @@ def audit_command(
     with checkLedgerStillInUse=true, so the worker re-checks it before deleting.
 
     Exit codes: 0 the audit ran and found no missing data; 2 a usage or input error (one
-    `error:` line; nothing was enqueued after it); 3 the audit ran and found dangling
+    `error:` line; nothing was enqueued after it), or namespaces whose deletion topic refused
+    --enqueue (each on a line under the `error:` one; the other namespaces' orphans were
+    enqueued); 3 the audit ran and found dangling
     references or missing offloaded data (possible data loss; see the MISSING DATA block).
     """
     started = time.monotonic()
