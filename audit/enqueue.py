@@ -8,7 +8,7 @@ the ledger's custom metadata; a disagreement with the Spark attribution aborts t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Protocol
 
 from audit.errors import AuditError
@@ -65,13 +65,15 @@ def enqueue_orphans(
     rows: Iterable[OrphanRow],
     batch_size: int = 500,
     advance: Callable[[int], None] = lambda n: None,
+    only: Collection[str] = (),
 ) -> int:
     """Check every orphan first, then send them in batches; returns how many were sent.
 
     A failed batch raises AuditError: what was sent before it stays sent, which is safe,
     since the worker re-checks each message and deletes only unreferenced ledgers.
     """
-    return send_all(phase_one, [pending_deletion(row) for row in rows], batch_size, advance)
+    infos = [pending_deletion(row) for row in rows]
+    return send_all(phase_one, infos, batch_size, advance, only)
 
 
 def send_all(
@@ -79,14 +81,18 @@ def send_all(
     infos: list[PendingDeleteLedgerInfo],
     batch_size: int = 500,
     advance: Callable[[int], None] = lambda n: None,
+    only: Collection[str] = (),
 ) -> int:
     """Send each namespace's in batches, waiting for each; returns how many were sent.
+    With `only` (deletionNamespaces: the namespaces the sidecars work), the others' are left.
 
     A namespace whose send fails (its deletion topic holds another producer's schema, its
     bundle's broker does not answer) keeps the rest of its orphans unsent and is named on a
     line of its own; the other namespaces are still sent. Then AuditError, if any failed."""
     by_namespace: dict[NamespaceName, list[PendingDeleteLedgerInfo]] = {}
     for info in infos:
+        if only and str(info.topic_name.namespace) not in only:
+            continue
         by_namespace.setdefault(info.topic_name.namespace, []).append(info)
     sent, refused = 0, []
     for namespace, theirs in by_namespace.items():
@@ -104,7 +110,7 @@ def send_all(
         sent += done
     if refused:
         raise AuditError(
-            f"enqueued {sent} of {len(infos)}; "
+            f"enqueued {sent} of {sum(map(len, by_namespace.values()))}; "
             f"{len(refused)} of {len(by_namespace)} namespaces refused:\n" + "\n".join(refused)
         )
     return sent

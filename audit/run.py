@@ -90,6 +90,12 @@ def run_command(
             err.print(
                 f"enqueued {plural(enqueued, 'orphan')} for deletion (the worker re-checks each)"
             )
+            if config.deletion_namespaces:
+                err.print(
+                    f"deletionNamespaces: only {', '.join(config.deletion_namespaces)} enqueued; "
+                    f"{plural(result.orphans - enqueued, 'orphan')} elsewhere left",
+                    soft_wrap=True,
+                )
         elif result.orphans:
             found = plural(result.orphans, "orphan")
             err.print(f"dry run: {found} found; --enqueue sends them to phase one")
@@ -120,7 +126,9 @@ def _enqueue(config: ServiceConfiguration, rows: Any, total: int, progress: Scan
         open_phase_one(config) as parts,
         progress.counter("enqueueing orphans", total) as advance,
     ):
-        return enqueue_orphans(parts.phase_one, rows, advance=advance)
+        return enqueue_orphans(
+            parts.phase_one, rows, advance=advance, only=config.deletion_namespaces
+        )
 
 
 def _references_now(source: MetadataInUseLedgers) -> Callable[[str], frozenset[int]]:

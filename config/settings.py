@@ -271,7 +271,8 @@ class ServiceConfiguration:
         "namespaces",
         "Namespaces `run` works, as comma-separated tenant/namespace: exactly these when set "
         "(a pilot; `archive list|drain` without --namespace read these too); empty = every "
-        "namespace with a deletion topic. Phase one (`enqueue`, the audit) sends to any.",
+        "namespace with a deletion topic. `audit --enqueue` sends only to these when set; "
+        "`enqueue` sends where it is told.",
     )
     auth_plugin: str = _setting(
         "", "authPlugin", "str", "Client authentication plugin class; empty = none."

@@ -12,7 +12,7 @@ the message's topic.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from rich.console import Console
@@ -77,10 +77,12 @@ def enqueue_offloaded(
     rows: Iterable[Any],
     targets: OffloadTargets,
     advance: Callable[[int], None] = lambda n: None,
+    only: Collection[str] = (),
 ) -> int:
-    """Check every copy first, then send; returns how many were sent."""
+    """Check every copy first, then send (`only` these namespaces, if given); returns how
+    many were sent."""
     infos = [pending_offload_deletion(row, targets) for row in rows]
-    return send_all(phase_one, infos, advance=advance)
+    return send_all(phase_one, infos, advance=advance, only=only)
 
 
 def enqueue_tiered_orphans(
@@ -103,6 +105,8 @@ def enqueue_tiered_orphans(
         open_phase_one(config) as parts,
         progress.counter("enqueueing offloaded orphans", len(rows)) as advance,
     ):
-        sent = enqueue_offloaded(parts.phase_one, rows, targets, advance=advance)
+        sent = enqueue_offloaded(
+            parts.phase_one, rows, targets, advance, only=config.deletion_namespaces
+        )
     err.print(f"enqueued {plural(sent, 'orphaned offloaded ledger')} (the worker re-checks each)")
     return sent

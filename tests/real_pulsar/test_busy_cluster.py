@@ -205,6 +205,7 @@ def test_a_busy_cluster_loses_nothing_while_audited_and_cleaned_with_no_grace(
                 "--metadata-store", real_pulsar.metadata_url,
                 "--broker-url", real_pulsar.service_url, "--min-age", "0s", "--enqueue",
                 "--set", "sendDelaySecondsOfTwoPhaseDeletion=1",
+                "--set", f"deletionNamespaces={ns}",
             )  # fmt: skip
             print("audit:", {k: figures[k] for k in ("ledgers", "orphans", "enqueued")})
         time.sleep(5)

@@ -206,8 +206,10 @@ def test_audit_enqueue_leaves_no_unreferenced_ledger(
     assert set(leaks.known) == set(made["ledgers"])
     time.sleep(5)
     # Exit 3: data loss the audit found elsewhere in the cluster (another test's crashes).
+    # Only this namespace's orphans: other tests' namespaces on the same broker are theirs.
     Operator(real_pulsar).cli("audit", "--spark-master", "local[2]", "--min-age", "5s",
-                              "--enqueue", "--json", timeout=1100, exits=(0, 3))  # fmt: skip
+                              "--enqueue", "--json", "--set", f"deletionNamespaces={namespace}",
+                              timeout=1100, exits=(0, 3))  # fmt: skip
     deletion = f"persistent://{namespace}/{DELETION_TOPIC}"
     assert deletion in broker_admin.partitioned_topics(namespace)
     assert _messages_in(broker_admin, deletion) == 1  # the orphan, enqueued

@@ -63,3 +63,16 @@ def test_one_refused_namespace_leaves_the_others_enqueued_and_is_named_once() ->
 def test_nothing_refused_is_no_error() -> None:
     infos = _orphans(NamespaceName("t", "a"), range(1, 5))
     assert send_all(RefusingOne(), infos, batch_size=2) == 4
+
+
+def test_deletion_namespaces_limit_what_the_audit_enqueues() -> None:
+    """A pilot on one namespace (deletionNamespaces): the audit enqueues its orphans only,
+    and a refused namespace outside it does not fail the audit."""
+    infos = (
+        _orphans(NamespaceName("t", "a"), range(1, 4))
+        + _orphans(SQUATTED, range(10, 12))
+        + _orphans(NamespaceName("t", "b"), range(20, 22))
+    )
+    phase_one = RefusingOne()
+    assert send_all(phase_one, infos, batch_size=2, only=("t/b",)) == 2
+    assert phase_one.sent == [20, 21]
