@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
+from deletion.adapters.pulsar_metadata import ManagedLedgerWriter
 from deletion.domain.decision import pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent
 from deletion.domain.outcome import Outcome
@@ -63,6 +64,8 @@ def test_the_audit_finds_exactly_the_orphaned_offloads_and_the_worker_deletes_th
     base = tmp_path / "offload"
     planted = Planted(s3, bucket, base)
     store = janitor.backend.metadata
+    # The namespace exists (its policies): only then is a topic absent from it deleted.
+    ManagedLedgerWriter(store).ensure_namespace(namespace)
     topic = TopicName(namespace, "tiered events:v1")  # a name that needs encoding
     gone_topic = TopicName(namespace, "deleted")  # its metadata is gone, its offloads are not
     name = topic.managed_ledger_name
@@ -185,7 +188,9 @@ def test_the_audit_finds_exactly_the_orphaned_offloads_and_the_worker_deletes_th
         file_system_offload_storage_base_path=str(base),
     )
     recorder.wait_for(lambda results: len(results) >= len(orphans), timeout=60)
-    assert all(r.outcome is Outcome.DELETED for r in recorder.results), recorder.results
+    assert all(r.outcome is Outcome.DELETED for r in recorder.results), [
+        (r.outcome.value, r.reason) for r in recorder.results
+    ]
     assert sorted(r.info.ledger_id for r in recorder.results if r.info) == sorted(
         ledger_id for ledger_id, _ in orphans
     )
