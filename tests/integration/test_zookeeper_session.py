@@ -73,7 +73,14 @@ class ExpiresAfterRead(BookKeeperLedgerStorage):
         if not self.expired:
             before = self._zk.session()
             expire(self._zk, self._hosts)
-            wait_until(lambda: self._zk.session() != before, 60, "the expiry seen", poll=0.05)
+
+            # Until connected again on a new session: the batch then meets a connection that
+            # is up, but not the one it read on (while down, it is refused as down).
+            def again() -> bool:
+                now = self._zk.session()
+                return now.connected and now != before
+
+            wait_until(again, 60, "a new session after the expiry", poll=0.05)
             self.expired += 1
         return found
 
