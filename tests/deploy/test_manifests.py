@@ -92,6 +92,20 @@ def test_the_helm_snippet_makes_a_valid_broker_pod() -> None:
     assert broker["gracePeriod"] >= 30 + SHUTDOWN_BOUND_SECONDS
 
 
+def test_the_sidecar_never_takes_its_broker_out_of_service() -> None:
+    """A native sidecar's readiness counts towards its pod's: with /ready (503 whenever
+    ZooKeeper is unreachable) as its probe, a ZooKeeper blip marked every broker pod NotReady
+    and stalled rolling updates (issue 32, item 7). The broker pod's sidecar has no readiness
+    or startup probe; its liveness is /health, which a store outage does not fail
+    (tests/integration/test_run_unreachable.py); the standalone Deployment keeps /ready."""
+    (sidecar,) = helm_values()["broker"]["initContainers"]
+    assert "readinessProbe" not in sidecar and "startupProbe" not in sidecar
+    assert sidecar["livenessProbe"]["httpGet"]["path"] == "/health"
+    deployment = [c for w, c, _ in containers() if "broker.initContainers" not in w]
+    assert any(c.get("readinessProbe", {}).get("httpGet", {}).get("path") == "/ready"
+               for c in deployment)  # fmt: skip
+
+
 def test_images_match_the_dockerfiles_and_the_version() -> None:
     assert dockerfile_entrypoint(ROOT / "Dockerfile") == ["ledger-janitor"]
     audit_dockerfile = KUBERNETES / "audit.Dockerfile"
