@@ -51,8 +51,7 @@ def summary_table(rows: Sequence[Row]) -> Table:
         "oldest (UTC)",
         title="unreferenced ledgers",
     )
-    ordered = _ordered(rows)
-    for index, row in enumerate(ordered):
+    for row in _ordered(rows):
         style = "bold" if row["status"] == ORPHAN else None
         table.add_row(
             row["status"],
@@ -62,8 +61,8 @@ def summary_table(rows: Sequence[Row]) -> Table:
             human_bytes(row["bytes"]),
             utc_minute(row["oldest_ctime_ms"]),
             style=style,
-            end_section=index == len(ordered) - 1,
         )
+    table.add_section()
     oldest = [row["oldest_ctime_ms"] for row in rows if row["oldest_ctime_ms"] is not None]
     sizes = [row["bytes"] for row in rows if row["bytes"] is not None]
     table.add_row(

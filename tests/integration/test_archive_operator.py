@@ -15,14 +15,15 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from consumers.archive_listing import list_archive
 from deletion.domain import message
 from deletion.domain import message_properties as props
 from deletion.domain.message import PendingDeleteLedgerInfo
 from deletion.domain.topics import ARCHIVE_TOPIC, NamespaceName, TopicName
-from harness.janitor import Backend, JanitorFactory, zookeeper_backend
+from harness.janitor import Backend, JanitorFactory
 from harness.process import ROOT, run_cli
-from harness.zookeeper import ZooKeeperServer
 from ledger_janitor.demo.embedded import EmbeddedBroker
 from ledger_janitor.demo.seeding import TopicSeeder, pending
 from ledger_janitor.sidecar.wiring import Sidecar
@@ -214,24 +215,20 @@ def with_stderr_on_a_terminal(args: list[str]) -> tuple[str, str]:
     return stdout, sent.decode(errors="replace")
 
 
+@pytest.mark.parametrize("backend", ["zookeeper"], indirect=True)
 def test_a_drain_just_connected_waits_out_the_settling_instead_of_requeueing(
-    zookeeper: ZooKeeperServer,
-    chroot: str,
-    broker: EmbeddedBroker,
-    namespace: NamespaceName,
-    tmp_path: Path,
+    janitor: JanitorFactory, broker: EmbeddedBroker, namespace: NamespaceName
 ) -> None:
     """With the age rule on, nothing is decided on a ZooKeeper connection younger than
     metadataStoreSessionTimeoutMillis: a drain (a fresh process, so a fresh connection)
     requeued every message it read. It waits that out first, and says so on stderr."""
-    backend = zookeeper_backend(zookeeper.hosts, chroot)
-    embedded = JanitorFactory(backend, broker.service_url, tmp_path)  # closed below
+    backend = janitor.backend
     seeder = TopicSeeder(backend.metadata, backend.factory)
     seeded = seeder.seed(TopicName(namespace, "orders"), ledgers=3)
     (gone,) = seeded.ledgers[:1]
     seeder.release(seeded, [gone])
     backend.ledgers.delete_ledger(gone)
-    sidecar = embedded.sidecar()
+    sidecar = janitor.sidecar()
     archive(sidecar, [pending(seeded.topic, gone)], "gave up: timeout")
     where = ("--metadata-store", backend.metadata_url, "--broker-url", broker.service_url)
     settling = ("--set", "metadataStoreSessionTimeoutMillis=2000",
@@ -244,6 +241,3 @@ def test_a_drain_just_connected_waits_out_the_settling_instead_of_requeueing(
     assert done.stdout.endswith(f"\ndrained 1 message in {namespace}: 1 already gone\n"), (
         done.stdout
     )
-    embedded.close()
-    backend.ledgers.close()
-    backend.metadata.close()

@@ -10,7 +10,8 @@ within its session), however long the outage lasted: see `decision.decide_record
 kazoo calls the listener on its connection thread for every change: SUSPENDED (the connection
 is lost, the session may survive), LOST (the session expired) and CONNECTED (again, with the
 old session or a new one). Each CONNECTED starts a new `since`. Stopping the client on
-purpose also reports LOST: `stopping()` first, so that no "expired" line is logged for it.
+purpose also reports LOST: `stopping()` first unhooks the listener, so that no "expired" line
+is logged for it.
 """
 
 from __future__ import annotations
@@ -33,12 +34,10 @@ class SessionWatch:
         self._lock = threading.Lock()
         self._session = Session(bool(client.connected), clock())
         self._id = self._session_id()
-        self._stopping = False
         client.add_listener(self._changed)
 
     def stopping(self) -> None:
         """The store is closed (its client about to be stopped): a LOST now is no expiry."""
-        self._stopping = True
         self._client.remove_listener(self._changed)
 
     def _session_id(self) -> str:
@@ -52,7 +51,7 @@ class SessionWatch:
             else:  # SUSPENDED or LOST: nothing read so far counts after it
                 self._session = Session(False, self._session.since)
         # kazoo's own thread: the log call queues the line and returns (ledger_janitor.logs).
-        if state == KazooState.LOST and not self._stopping:
+        if state == KazooState.LOST:
             log.warning("zookeeper session expired", session=self._id)
         elif state == KazooState.CONNECTED:
             before, self._id = self._id, self._session_id()
