@@ -48,17 +48,16 @@ def open_admin(config: ServiceConfiguration) -> AdminRest | None:
     return AdminRest(http) if http is not None else None
 
 
-def close_client(client: pulsar.Client) -> None:
+def close_client(client: pulsar.Client, seconds: float) -> None:
     """Close the client; a broker that does not answer the close is said, not raised.
 
     What was sent is settled by then (each send acknowledged or not), and a command must
     still report it. Against a broker that stopped answering, a producer's close times out,
     and the client's close then raises AlreadyClosed: `enqueue` said `error: AlreadyClosed`
     instead of which ledgers it had enqueued."""
-    try:
-        client.close()
-    except pulsar.PulsarException as exc:
-        log.warning("closing the broker client failed", error=f"{type(exc).__name__}: {exc}")
+    failed = broker.close_within(client, seconds)
+    if failed is not None:
+        log.warning("closing the broker client failed", error=failed)
 
 
 @contextmanager
@@ -74,7 +73,7 @@ def open_phase_one(
             metadata = open_metadata_store(StoreSpec.metadata(config))
             stack.callback(metadata.close)
         client = broker.connect(config, client_log)
-        stack.callback(close_client, client)
+        stack.callback(close_client, client, config.operation_timeout_seconds + 10)
         admin = open_admin(config)
         if admin is not None:
             stack.callback(admin.close)

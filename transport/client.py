@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from concurrent.futures import Future
 from datetime import timedelta
@@ -59,6 +60,41 @@ def connect(config: ServiceConfiguration, log_file: Path | None = None) -> pulsa
         tls_trust_certs_file_path=config.tls_trust_certs_file_path or None,
         tls_allow_insecure_connection=config.tls_allow_insecure_connection,
     )
+
+
+_NATIVE = ("_client", "_producer", "_consumer")  # what pulsar.Client/Producer/Consumer wrap
+
+
+def close_within(closable: Any, seconds: float) -> str | None:
+    """Close a client, producer or consumer through its native `close_async`, waiting at most
+    `seconds`; None when closed, else what went wrong (for the caller to log).
+
+    Not through `close()`: that waits on a C++ promise, and a partitioned producer whose
+    partitions fail to close together (their CLOSE_PRODUCER requests time out on the one
+    connection to a broker that stopped answering) calls back once per failed partition
+    (pulsar-client-cpp lib/PartitionedProducerImpl.cc, handleSinglePartitionProducerClose
+    checks and sets its Failed state without a lock). The second call sets the promise again
+    and the whole process dies in std::terminate (exit -6), taking what a command had still
+    to print with it. A callback here may be called any number of times."""
+    native = next(
+        (getattr(closable, name) for name in _NATIVE if hasattr(closable, name)), closable
+    )
+    results: list[Any] = []
+    closed = threading.Event()
+
+    def on_closed(result: Any) -> None:
+        results.append(result)
+        closed.set()
+
+    try:
+        native.close_async(on_closed)
+    except pulsar.PulsarException as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if not closed.wait(seconds):
+        return f"no answer within {seconds:g} s"
+    if results[0] not in (pulsar.Result.Ok, pulsar.Result.AlreadyClosed):
+        return str(results[0])
+    return None
 
 
 def translate(exc: Exception, doing: str) -> BrokerError:

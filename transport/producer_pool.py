@@ -12,7 +12,7 @@ import pulsar
 import structlog
 
 from core.errors import JanitorError
-from transport.client import send_async, translate
+from transport.client import close_within, send_async, translate
 from transport.schema import create_producer
 
 log = structlog.get_logger(__name__)
@@ -82,13 +82,15 @@ class ProducerPool:
             self._close(evicted)
         return producer
 
-    @staticmethod
-    def _close(producer: Any) -> None:
+    def _close(self, producer: Any) -> None:
         try:
             producer.flush()
-            producer.close()
         except pulsar.PulsarException as exc:
-            log.warning("closing producer failed", topic=producer.topic(), error=str(exc))
+            log.warning("flushing producer failed", topic=producer.topic(), error=str(exc))
+        # The client's own time-out answers a close the broker does not: a margin over it.
+        failed = close_within(producer, self._send_timeout_ms / 1000 + 10)
+        if failed is not None:
+            log.warning("closing producer failed", topic=producer.topic(), error=failed)
 
     def __contains__(self, topic: object) -> bool:
         """Whether the topic's producer is open. Not under the lock, which a producer being
