@@ -14,12 +14,13 @@ listed with a reason and never enqueued.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
-from audit.schema import FOREIGN, UNATTRIBUTABLE
+from audit.schema import FOREIGN, UNATTRIBUTABLE, UNKNOWN
 from deletion.domain.message import LedgerComponent
 
 _PART: Final = r"[-=:.\w]+"  # Pulsar's NamedEntity rule; Java's \w is ASCII-only
@@ -41,13 +42,29 @@ _KEYS: Final = {
     "meta_cursor": "pulsar/cursor",
     "meta_schema_id": "pulsar/schemaId",
 }
-KEY_COLUMNS: Final = (UNREADABLE, *_KEYS)
+# A compacted ledger its topic's broker said the topic no longer reads (audit.compaction).
+STALE_COMPACTED: Final = "compaction_stale"
+KEY_COLUMNS: Final = (UNREADABLE, STALE_COMPACTED, *_KEYS)
+COMPACTED_LEDGER: Final = "compacted-ledger"  # the component Pulsar's compactor writes
 
 
-def attribution_keys() -> list[Column]:
-    """The `KEY_COLUMNS` that `attribute_keys` reads, taken from `custom_metadata`."""
+_UNKNOWN_COMPACTED: Final = (
+    "a compacted ledger: its topic's __compaction cursor records the current one in the "
+    "cursor's own ledger, out of the metadata's reach, and no broker said (webServiceUrl)"
+)
+_STALE_COMPACTED: Final = (
+    "a compacted ledger its topic no longer reads (its broker said); "
+    "the protocol does not delete compacted ledgers"
+)
+
+
+def attribution_keys(stale_compacted: Collection[int] = ()) -> list[Column]:
+    """The `KEY_COLUMNS` that `attribute_keys` reads, taken from `custom_metadata` (and
+    `ledger_id`: whether it is one of `stale_compacted`)."""
+    stale = sf.col("ledger_id").isin(sorted(stale_compacted)) if stale_compacted else sf.lit(False)
     return [
         sf.col("custom_metadata").isNull().alias(UNREADABLE),
+        stale.alias(STALE_COMPACTED),
         *(
             sf.try_element_at(sf.col("custom_metadata"), sf.lit(key)).alias(column)
             for column, key in _KEYS.items()
@@ -68,16 +85,18 @@ def _name_parts(name: Column, pattern: str) -> tuple[Column, Column, Column]:
     )
 
 
-def attribute(ledgers: DataFrame) -> DataFrame:
+def attribute(ledgers: DataFrame, stale_compacted: Collection[int] = ()) -> DataFrame:
     """Add `topic`, `namespace`, `component` (a LedgerComponent value), `kind` and `reason`."""
-    return attribute_keys(ledgers.select("*", *attribution_keys())).drop(*KEY_COLUMNS)
+    keys = attribution_keys(stale_compacted)
+    return attribute_keys(ledgers.select("*", *keys)).drop(*KEY_COLUMNS)
 
 
 def attribute_keys(ledgers: DataFrame) -> DataFrame:
     """`attribute`, reading the `KEY_COLUMNS` (see `attribution_keys`) instead of the map.
 
-    `kind` is null for an attributable ledger, FOREIGN for one without `application=pulsar`
-    and UNATTRIBUTABLE otherwise, with the `reason`; the three name columns are set only
+    `kind` is null for an attributable ledger, FOREIGN for one without `application=pulsar`,
+    UNKNOWN for a compacted ledger no broker said its topic no longer reads, and
+    UNATTRIBUTABLE otherwise, with the `reason`; the three name columns are set only
     for an attributable ledger. Attributable is a positive condition in which a null
     anywhere counts as false, never a fall-through of the reasons.
     """
@@ -107,6 +126,8 @@ def attribute_keys(ledgers: DataFrame) -> DataFrame:
         sf.regexp_extract(local, _PARTITION, 1).cast("long") <= _MAX_PARTITION
     )
     is_pulsar = application == "pulsar"
+    stale = sf.col(STALE_COMPACTED)
+    unknown = sf.coalesce(is_pulsar & (component == COMPACTED_LEDGER) & ~stale, sf.lit(False))
     attributable = sf.coalesce(
         is_pulsar
         & ((is_ml & managed_ledger.isNotNull()) | (is_schema & schema_id.isNotNull()))
@@ -118,6 +139,8 @@ def attribute_keys(ledgers: DataFrame) -> DataFrame:
         sf.when(sf.col(UNREADABLE), "custom metadata unreadable")
         .when(~sf.coalesce(is_pulsar, sf.lit(False)), "no application=pulsar")
         .when(component.isNull(), "no component")
+        .when(unknown, _UNKNOWN_COMPACTED)
+        .when(component == COMPACTED_LEDGER, _STALE_COMPACTED)
         .when(
             ~(is_ml | is_schema),
             sf.concat(sf.lit("component "), component, sf.lit(" is not deletable by the protocol")),
@@ -144,6 +167,7 @@ def attribute_keys(ledgers: DataFrame) -> DataFrame:
         sf.when(attributable, ledger_component).alias("component"),
         sf.when(attributable, sf.lit(None).cast("string"))
         .when(foreign, sf.lit(FOREIGN))
+        .when(unknown, sf.lit(UNKNOWN))
         .otherwise(sf.lit(UNATTRIBUTABLE))
         .alias("kind"),
         sf.when(attributable, sf.lit(None).cast("string")).otherwise(why).alias("reason"),

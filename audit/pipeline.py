@@ -21,7 +21,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import StructType
 
-from audit import transform
+from audit import compaction, transform
 from audit.errors import AuditError, spark_job
 from audit.id_words import MAX_BROADCAST_WORDS
 from audit.offload import tiered as offload_audit
@@ -33,7 +33,15 @@ from audit.scan.files import REFERENCE_FILE_SCHEMA
 from audit.scan.input_check import checked_rows
 from audit.scan.ledgers import ledger_inventory
 from audit.scan.references import metadata_references
-from audit.schema import FOREIGN, INVENTORY_SCHEMA, ORPHAN, STATUSES, UNATTRIBUTABLE, YOUNG
+from audit.schema import (
+    FOREIGN,
+    INVENTORY_SCHEMA,
+    ORPHAN,
+    STATUSES,
+    UNATTRIBUTABLE,
+    UNKNOWN,
+    YOUNG,
+)
 from audit.tally import DANGLING, REFERENCED, referenced_words
 from audit.tally import tally as one_job_tally
 from audit.units import plural
@@ -84,6 +92,7 @@ class AuditResult:
             "unattributable": self.counts.get(UNATTRIBUTABLE, 0),
             "foreign": self.counts.get(FOREIGN, 0),
             "young": self.counts.get(YOUNG, 0),
+            "unknown": self.counts.get(UNKNOWN, 0),
             **self.extra,
         }
 
@@ -173,10 +182,16 @@ class Tally:
 
 
 def _tally(
-    inventory: DataFrame, references: DataFrame, options: AuditOptions, words: DataFrame | None
+    inventory: DataFrame,
+    references: DataFrame,
+    options: AuditOptions,
+    words: DataFrame | None,
+    stale_compacted: frozenset[int],
 ) -> Tally:
     """The summary and the dangling candidates, from one job (`audit.tally`)."""
-    frame = one_job_tally(inventory, references, options.now_ms, options.min_age_ms, words)
+    frame = one_job_tally(
+        inventory, references, options.now_ms, options.min_age_ms, words, stale_compacted
+    )
     rows = spark_job("reading the inventory and the references", frame.collect)
     summary = [_summary_row(row) for row in rows if row["status"] in STATUSES]
     (referenced,) = (int(row["ledgers"]) for row in rows if row["status"] == REFERENCED)
@@ -245,14 +260,17 @@ def run_audit(
     progress: ScanProgress,
     ledger_storage: LedgerStorage | None = None,
     references_now: Callable[[str], frozenset[int]] | None = None,
+    topic_reads: compaction.TopicReads | None = None,
 ) -> AuditResult:
     """Classify every ledger; write the report if `options.output`. Enqueues nothing.
 
-    Four jobs when the inputs are files: the inventory's ids, the references' row count
-    (Parquet's footers), the referenced ids as 64-bit words (kept, small when the ids are
-    dense: audit.tally's choice), then one job over both for the summary, the referenced
-    count and the dangling candidates. The per-ledger classification stays lazy: only the
-    report and the enqueueing read it.
+    Five jobs when the inputs are files: the inventory's ids, the references' row count
+    (Parquet's footers), the old compacted ledgers no reference names, the referenced ids as
+    64-bit words (kept, small when the ids are dense: audit.tally's choice), then one job
+    over both for the summary, the referenced count and the dangling candidates. The
+    per-ledger classification stays lazy: only the report and the enqueueing read it.
+    `topic_reads`: a broker to ask which compacted ledger each topic reads
+    (audit.compaction); without one, an unreferenced one is UNKNOWN.
     """
     with progress.step(f"inventory: reading {_inventory_source(options)}"):
         inventory, ledgers = _count_inventory(_inventory(spark, options), options)
@@ -260,11 +278,18 @@ def run_audit(
     objects = offload_audit.list_objects(spark, options, progress)
     with progress.step(f"references: reading {_references_source(options)}"):
         references = _check_references(_references(spark, options), ledgers, options)
+    with progress.step("compacted ledgers: asking their topics' brokers which they read"):
+        found = compaction.candidates(inventory, references, options.now_ms, options.min_age_ms)
+        verdicts = compaction.ask(spark_job("the compacted ledgers", found.collect), topic_reads)
+    if verdicts.current:
+        read = compaction.as_references(spark, verdicts.current)
+        references = references.unionByName(read, allowMissingColumns=True)
+    with progress.step("references: their ids"):
         words = _referenced_words(references)
     how = "referenced ids as 64-bit words" if words is not None else "sparse ids: anti-joins"
     with progress.step(f"classifying ({how})"):
         try:
-            tally = _tally(inventory, references, options, words)
+            tally = _tally(inventory, references, options, words, verdicts.stale)
         finally:
             if words is not None:
                 words.unpersist()  # small, but nothing else reads it
@@ -275,7 +300,9 @@ def run_audit(
     ]
     confirmed = still_referenced(by_topic, references_now) if missing else []
     dangling = transform.dangling_among(references, confirmed)
-    classified = transform.classify(inventory, references, options.now_ms, options.min_age_ms)
+    classified = transform.classify(
+        inventory, references, options.now_ms, options.min_age_ms, verdicts.stale
+    )
     counts = status_counts(tally.summary)
     result = AuditResult(
         ledgers, tally.referenced, counts, confirmed, tally.summary, classified, dangling

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
+from audit.compaction import TopicReads
 from audit.enqueue import enqueue_orphans
 from audit.errors import AuditError
 from audit.offload.enqueue import enqueue_tiered_orphans
@@ -23,10 +24,12 @@ from audit.schema import ORPHAN
 from audit.session import open_session
 from audit.units import plural
 from config import ServiceConfiguration
+from deletion.adapters.admin_api import AdminApiInUseLedgers
 from deletion.adapters.opening import StoreSpec, open_ledger_storage, open_metadata_store
 from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
 from deletion.domain.topics import TopicName
 from producers.opening import open_phase_one
+from transport.admin_http import AdminHttp
 
 
 def run_command(
@@ -66,18 +69,24 @@ def run_command(
             storage = open_ledger_storage(ledgers)
             stack.callback(storage.close)
         # ... and still missing ones against the metadata that referenced them, read again.
-        references_now = None
+        references_now, topic_reads = None, None
         if references is None:
             store = open_metadata_store(metadata)
             stack.callback(store.close)
             references_now = _references_now(MetadataInUseLedgers(store, where=metadata.where))
+            # Which compacted ledger each topic reads, only its broker knows (audit.compaction).
+            http = AdminHttp.from_config(config)
+            if http is not None:
+                brokers = AdminApiInUseLedgers(http, schemas=store, where=metadata.where)
+                stack.callback(brokers.close)
+                topic_reads = _topic_reads(brokers)
         try:
             session = open_session(spark_master)
         except Exception as exc:  # no Java, a bad master URL: PySpark raises many kinds
             raise AuditError(f"cannot start Spark: {exc}") from exc
         stack.callback(session.close)
         progress = ScanProgress(session.spark.sparkContext, err)
-        result = run_audit(session.spark, options, progress, storage, references_now)
+        result = run_audit(session.spark, options, progress, storage, references_now, topic_reads)
         print_report(out, result.summary)
         if result.tiered is not None:
             print_tiered(out, result.tiered)
@@ -129,6 +138,13 @@ def _enqueue(config: ServiceConfiguration, rows: Any, total: int, progress: Scan
         return enqueue_orphans(
             parts.phase_one, rows, advance=advance, only=config.deletion_namespaces
         )
+
+
+def _topic_reads(brokers: AdminApiInUseLedgers) -> TopicReads:
+    def read(topic: TopicName) -> frozenset[int]:
+        return brokers.fetch(topic).ledger_ids
+
+    return read
 
 
 def _references_now(source: MetadataInUseLedgers) -> Callable[[str], frozenset[int]]:

@@ -104,4 +104,8 @@ ORPHAN: Final = "orphan"  # old enough, attributable to a topic and a deletable 
 UNATTRIBUTABLE: Final = "unattributable"  # Pulsar's, but no topic/component can be proven
 FOREIGN: Final = "foreign"  # not written by Pulsar (no application=pulsar)
 YOUNG: Final = "young"  # inside the grace period, or of unknown age
-STATUSES: Final = (ORPHAN, UNATTRIBUTABLE, FOREIGN, YOUNG)
+# Whether anything still reads it, the metadata cannot tell and no broker answered: a
+# compacted ledger, whose topic's __compaction cursor records the current one in its own
+# ledger (audit.compaction). Never "unreferenced".
+UNKNOWN: Final = "unknown"
+STATUSES: Final = (ORPHAN, UNATTRIBUTABLE, FOREIGN, YOUNG, UNKNOWN)

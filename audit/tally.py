@@ -20,6 +20,7 @@ attributed once per group, not per ledger.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final
 
 from pyspark.sql import Column, DataFrame
@@ -40,15 +41,17 @@ def tally(
     now_ms: int,
     min_age_ms: int,
     words: DataFrame | None = None,
+    stale_compacted: Collection[int] = (),
 ) -> DataFrame:
     """With `words`, the references' `referenced_words`, by id words; else by anti-joins.
+    `stale_compacted`: compacted ledgers their broker said no topic reads (audit.compaction).
 
     Rows: `summarize`'s, each with an empty `dangling_ids`; one of status REFERENCED whose
     `ledgers` counts the distinct ledger ids referenced; and, if there are dangling
     candidates, one of status DANGLING with their `dangling_ids` (as `dangling` finds them;
     a null id is left out). Columns a row does not use are null."""
     is_old = old(now_ms, min_age_ms)
-    scanned = inventory.select("ledger_id", "ctime_ms", "size", *attribution_keys())
+    scanned = inventory.select("ledger_id", "ctime_ms", "size", *attribution_keys(stale_compacted))
     if words is not None:
         unreferenced, referenced, dangling = _by_id_words(scanned, inventory, words)
     else:

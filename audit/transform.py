@@ -6,6 +6,8 @@ a parameter (`now_ms`), never read from a clock here.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
@@ -53,7 +55,11 @@ def unreferenced(inventory: DataFrame, references: DataFrame) -> DataFrame:
 
 
 def classify(
-    inventory: DataFrame, references: DataFrame, now_ms: int, min_age_ms: int
+    inventory: DataFrame,
+    references: DataFrame,
+    now_ms: int,
+    min_age_ms: int,
+    stale_compacted: Collection[int] = (),
 ) -> DataFrame:
     """Every unreferenced ledger with its `status` (schema.STATUSES) and the `reason`.
 
@@ -65,7 +71,7 @@ def classify(
     young_reason = sf.when(sf.col("ctime_ms").isNull(), sf.lit("creation time unknown")).otherwise(
         sf.lit("created within the grace period")
     )
-    attributed = attribute(unreferenced(inventory, references))
+    attributed = attribute(unreferenced(inventory, references), stale_compacted)
     return attributed.select(
         "ledger_id",
         status(is_old).alias("status"),

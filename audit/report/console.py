@@ -15,6 +15,7 @@ from audit.schema import (
     MISSING_OFFLOADED,
     ORPHAN,
     UNATTRIBUTABLE,
+    UNKNOWN,
     YOUNG,
 )
 from audit.units import count, human_bytes, plural, utc_minute
@@ -23,8 +24,8 @@ MAX_LISTED = 20
 
 
 # What an operator acts on first: the orphans (what `--enqueue` reclaims), then what may
-# become one, then what the tool will not touch.
-_STATUS_ORDER = {ORPHAN: 0, YOUNG: 1, UNATTRIBUTABLE: 2, FOREIGN: 3}
+# become one, then what only a broker can tell, then what the tool will not touch.
+_STATUS_ORDER = {ORPHAN: 0, YOUNG: 1, UNKNOWN: 2, UNATTRIBUTABLE: 3, FOREIGN: 4}
 
 
 def _ordered(rows: Sequence[Row]) -> list[Row]:
@@ -49,7 +50,7 @@ def summary_table(rows: Sequence[Row]) -> Table:
         "ledgers",
         "bytes",
         "oldest (UTC)",
-        title="unreferenced ledgers",
+        title="ledgers Pulsar's metadata does not reference",
     )
     for row in _ordered(rows):
         style = "bold" if row["status"] == ORPHAN else None

@@ -20,7 +20,7 @@ from audit.report.orphans import (
 )
 from audit.report.page import Column, Figure, ReportData, Section, write_html
 from audit.report.summary import reclaimable_section, summary_section, totals_section
-from audit.schema import FOREIGN, MISSING_OFFLOADED, ORPHAN, UNATTRIBUTABLE, YOUNG
+from audit.schema import FOREIGN, MISSING_OFFLOADED, ORPHAN, UNATTRIBUTABLE, UNKNOWN, YOUNG
 
 DANGLING_LISTED = 500  # an alarm: list them all, short of a disaster
 
@@ -33,6 +33,7 @@ _HEADLINE: tuple[tuple[str, str, str | None, bool], ...] = (
     (UNATTRIBUTABLE, "unattributable", "summary", False),
     (FOREIGN, "foreign", "summary", False),
     (YOUNG, "young", "summary", False),
+    (UNKNOWN, "unknown", "summary", False),
 )
 # Shown only when tiered storage was audited.
 _TIERED_HEADLINE: tuple[tuple[str, str, str | None, bool], ...] = (

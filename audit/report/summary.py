@@ -60,8 +60,10 @@ def summary_section(summary: Sequence[Row]) -> Section:
     rows.sort(key=_by_size)
     return Section(
         key="summary",
-        title="Unreferenced ledgers by status, namespace and component",
+        title="Ledgers Pulsar's metadata does not reference, by status, namespace and component",
         explanation="Only orphans are ever enqueued; the others are listed for a person to judge."
+        " Unknown: compacted ledgers whose topic may still read them (its __compaction cursor"
+        " records which in its own ledger) and whose broker was not asked or did not answer."
         " Each status lists the namespaces holding the most bytes first; young ledgers (inside"
         " the grace period) are summed per namespace, last. Bytes count the ledgers whose size"
         " is known (closed ledgers).",

@@ -142,6 +142,7 @@ def test_the_metrics_are_the_contract_s_gauges(tmp_path: Path) -> None:
         ("ledger_janitor_audit_orphan_ledgers", "unattributable"): 0,
         ("ledger_janitor_audit_orphan_ledgers", "foreign"): 1,
         ("ledger_janitor_audit_orphan_ledgers", "young"): 3,
+        ("ledger_janitor_audit_orphan_ledgers", "unknown"): 0,
         ("ledger_janitor_audit_reclaimable_bytes", None): 5 * 1024**3,
         ("ledger_janitor_audit_dangling_references", None): 2,
         ("ledger_janitor_audit_missing_data_ledgers", None): 4,

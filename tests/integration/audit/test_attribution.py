@@ -79,3 +79,22 @@ def test_every_pulsar_spelled_name_is_attributed_as_the_worker_checks_it(
         info = pending_deletion(row)  # the worker's own check_ownership, applied up front
         assert (info.topic_name, info.ledger_component) == (topic, component)
         assert info.check_ledger_still_in_use
+
+
+def test_a_compacted_ledger_is_unknown_unless_its_broker_said_its_topic_no_longer_reads_it(
+    spark: SparkSession,
+) -> None:
+    """Whether a topic reads a compacted ledger, its metadata may not say (audit.compaction):
+    unknown; once its broker said the topic reads another, unattributable (listed, never
+    enqueued). Neither is ever an orphan."""
+    meta = {"application": "pulsar", "component": "compacted-ledger",
+            "pulsar/compactedTopic": "persistent://acme/orders/prices"}  # fmt: skip
+    foreign = {"component": "compacted-ledger"}
+    frame = spark.createDataFrame(
+        [(1, 0, meta, None), (2, 0, meta, None), (3, 0, foreign, None)], INVENTORY_SCHEMA
+    )
+    found = {row["ledger_id"]: row for row in attribute(frame, stale_compacted=[2]).collect()}
+    assert found[1]["kind"] == "unknown" and "no broker said" in found[1]["reason"]
+    assert found[2]["kind"] == "unattributable" and "its broker said" in found[2]["reason"]
+    assert found[3]["kind"] == "foreign"
+    assert all(found[i]["topic"] is None for i in (1, 2, 3))  # nothing is ever enqueued

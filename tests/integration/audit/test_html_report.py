@@ -114,6 +114,7 @@ def test_an_audit_from_files_writes_a_page_chromium_shows_right(
         "unattributable": "0",
         "foreign": "1",
         "young": "1",
+        "unknown": "0",
     }
     assert f"As of {utc(NOW)} UTC; grace period 7 d" in page.text
     oldest_orders = min(orphan_ages().values())
@@ -129,6 +130,7 @@ def test_an_audit_from_files_writes_a_page_chromium_shows_right(
         ["unattributable", "0", "-", "0"],
         ["foreign", "1", "-", "0"],
         ["young", "1", "5 B", "1"],
+        ["unknown", "0", "-", "0"],
     ]
     assert page.tables["reclaimable"] == [["a/b", "25", "317.4 KiB"], ["a/c", "1", "0 B"]]
     # 20 of a/b/orders' are 10 to 29 days old, 5 are 30 to 34; the hostile one is 100 days old.
