@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,6 +154,18 @@ class ZooKeeperServer:
             self.process.terminate()
             self.process.wait(timeout=15)
             self.process = None
+
+
+@contextmanager
+def kazoo_session(hosts: str, timeout: float = 30) -> Iterator[KazooClient]:
+    """A kazoo client of `hosts`, started (waiting up to twice `timeout`) and closed after."""
+    client = KazooClient(hosts=hosts, timeout=timeout)
+    client.start(timeout=2 * timeout)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
 
 
 def spy_requests(client: KazooClient) -> list[str]:

@@ -62,7 +62,8 @@ def connect(config: ServiceConfiguration, log_file: Path | None = None) -> pulsa
     )
 
 
-_NATIVE = ("_client", "_producer", "_consumer")  # what pulsar.Client/Producer/Consumer wrap
+# What pulsar.Client, Producer and Consumer wrap (a Producer holds its client's `_client` too).
+_NATIVE = {pulsar.Client: "_client", pulsar.Producer: "_producer", pulsar.Consumer: "_consumer"}
 
 
 def close_within(closable: Any, seconds: float) -> str | None:
@@ -77,7 +78,8 @@ def close_within(closable: Any, seconds: float) -> str | None:
     and the whole process dies in std::terminate (exit -6), taking what a command had still
     to print with it. A callback here may be called any number of times."""
     native = next(
-        (getattr(closable, name) for name in _NATIVE if hasattr(closable, name)), closable
+        (getattr(closable, name) for kind, name in _NATIVE.items() if isinstance(closable, kind)),
+        closable,
     )
     results: list[Any] = []
     closed = threading.Event()

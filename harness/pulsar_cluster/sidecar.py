@@ -10,13 +10,16 @@ and stall it), so a failed test can show the tail.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from harness.process import ROOT
 
@@ -103,6 +106,18 @@ class SidecarProcess:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         return code
+
+    def events(self) -> list[dict[str, Any]]:
+        """Its JSON log lines, each with `at`: its timestamp in epoch seconds (the harness's
+        own marker lines are not JSON)."""
+        found = []
+        for line in self.log_text().splitlines():
+            if line.startswith("{"):
+                entry = json.loads(line)
+                stamp = entry.get("timestamp", "").replace("Z", "+00:00")
+                entry["at"] = datetime.fromisoformat(stamp).timestamp() if stamp else 0.0
+                found.append(entry)
+        return found
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pulsar
 import pytest
+from kazoo.client import KazooClient
 
 from deletion.domain.topics import NamespaceName
+from harness.java import JavaPrograms
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster
+from harness.pulsar_cluster.leaks import java_programs
+from harness.zookeeper import kazoo_session
 
 HERE = Path(__file__).parent
 # What the session's cluster said of itself, for the terminal summary.
@@ -76,3 +80,16 @@ def sidecars(pulsar_cluster: PulsarCluster) -> Iterator[PulsarCluster]:
     yield pulsar_cluster
     for sidecar in pulsar_cluster.sidecars:
         sidecar.stop()
+
+
+@pytest.fixture(scope="session")
+def java(tmp_path_factory: pytest.TempPathFactory) -> JavaPrograms:
+    """The tests' Java programs (LeakMaker), built against the distribution's own jars."""
+    return java_programs(tmp_path_factory.mktemp("java"))
+
+
+@pytest.fixture
+def zk(pulsar_cluster: PulsarCluster) -> Iterator[KazooClient]:
+    """The cluster's own ZooKeeper, raw: the ground truth of what ledgers exist."""
+    with kazoo_session(pulsar_cluster.zookeeper_hosts) as session:
+        yield session

@@ -31,7 +31,7 @@ from deletion.domain.topics import NamespaceName, TopicName
 from deletion.wire import bookkeeper_metadata as bk
 from harness.janitor import Backend, zookeeper_backend
 from harness.process import run_cli, wait_until
-from harness.zookeeper import ZooKeeperServer
+from harness.zookeeper import ZooKeeperServer, kazoo_session
 from ledger_janitor.demo.embedded import EmbeddedBroker, free_port
 from ledger_janitor.demo.seeding import SeededTopic, TopicSeeder
 
@@ -143,11 +143,8 @@ def exists(client: KazooClient, chroot: str, ledger_id: int) -> bool:
 
 @pytest.fixture
 def root_client(zookeeper: ZooKeeperServer) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zookeeper.hosts, timeout=30)
-    client.start(timeout=30)
-    yield client
-    client.stop()
-    client.close()
+    with kazoo_session(zookeeper.hosts) as session:
+        yield session
 
 
 def test_run_on_a_mistyped_chroot_creates_nothing_and_loses_no_pending_deletion(

@@ -20,6 +20,7 @@ from harness.java import JavaPrograms
 from harness.pulsar_admin import BrokerAdmin
 from harness.pulsar_dist import distribution
 from harness.pulsar_standalone import PulsarStandalone
+from harness.zookeeper import kazoo_session
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -90,11 +91,8 @@ def real_namespace(broker_admin: BrokerAdmin) -> NamespaceName:
 @pytest.fixture
 def pulsar_zk(real_pulsar: RealPulsar) -> Iterator[KazooClient]:
     """The cluster's own ZooKeeper, as ground truth (`/ledgers`, `/managed-ledgers`, ...)."""
-    client = KazooClient(hosts=real_pulsar.zookeeper_hosts, timeout=30)
-    client.start(timeout=30)
-    yield client
-    client.stop()
-    client.close()
+    with kazoo_session(real_pulsar.zookeeper_hosts) as session:
+        yield session
 
 
 @pytest.fixture(scope="session")

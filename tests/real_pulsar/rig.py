@@ -78,6 +78,31 @@ def produce(
     return sent
 
 
+def _order(fields: dict[str, Any]) -> Any:
+    """An Avro record class named Order: both versions share the name, as evolution needs."""
+    return type("Order", (pulsar.schema.Record,), fields)
+
+
+OrderV1 = _order({"item": pulsar.schema.String()})
+OrderV2 = _order({"item": pulsar.schema.String(), "qty": pulsar.schema.Integer()})
+
+
+def compacted_view(client_: pulsar.Client, topic: TopicName) -> dict[str, bytes]:
+    """The topic's compacted view, as a reader with `readCompacted` sees it: per key, the
+    latest value."""
+    reader = client_.create_reader(
+        topic.full_name, pulsar.MessageId.earliest, is_read_compacted=True
+    )
+    latest = {}
+    try:
+        while reader.has_message_available():
+            message = reader.read_next(30_000)
+            latest[message.partition_key()] = message.data()
+    finally:
+        reader.close()
+    return latest
+
+
 def ledgers_of(admin: BrokerAdmin, topic: TopicName) -> set[int]:
     """Every ledger the broker says the topic references: data, cursors, schema, compacted."""
     stats = admin.internal_stats(topic)
@@ -165,7 +190,8 @@ def ledger_metadata(zk: KazooClient, ledger_id: int) -> dict[str, str]:
             break
     parsed = LedgerMetadataFormat()
     parsed.ParseFromString(data[offset : offset + length])
-    return {entry.key: entry.value.decode() for entry in parsed.customMetadata}
+    # Values are bytes: a compacted ledger's pulsar/compactedTo is a serialized message id.
+    return {entry.key: entry.value.decode(errors="replace") for entry in parsed.customMetadata}
 
 
 def schema_ledgers(zk: KazooClient, schema_id: str) -> set[int]:

@@ -35,15 +35,6 @@ TERMINAL = {Outcome.DELETED, Outcome.ALREADY_GONE, Outcome.ARCHIVED}
 Unacked = dict[tuple[TopicName, str], list[bytes]]
 
 
-def _order(fields: dict[str, Any]) -> Any:
-    """An Avro record class named Order: both versions share the name, as evolution needs."""
-    return type("Order", (pulsar.schema.Record,), fields)
-
-
-OrderV1 = _order({"item": pulsar.schema.String()})
-OrderV2 = _order({"item": pulsar.schema.String(), "qty": pulsar.schema.Integer()})
-
-
 def _consume(
     client: pulsar.Client, topic: TopicName, sub: str, ack: int, total: int
 ) -> list[bytes]:
@@ -85,8 +76,8 @@ def _build(client: pulsar.Client, admin: BrokerAdmin, ns: NamespaceName) -> Unac
     # The Python client writes no field defaults, so a new field is only FORWARD compatible:
     # readers of version 1 read version 2.
     admin.put(f"/admin/v2/namespaces/{ns}/schemaCompatibilityStrategy", "FORWARD")
-    client.subscribe(orders.full_name, "s", schema=pulsar.schema.AvroSchema(OrderV1)).close()
-    for record in (OrderV1(item="a"), OrderV2(item="b", qty=3)):
+    client.subscribe(orders.full_name, "s", schema=pulsar.schema.AvroSchema(rig.OrderV1)).close()
+    for record in (rig.OrderV1(item="a"), rig.OrderV2(item="b", qty=3)):
         producer = client.create_producer(
             orders.full_name, schema=pulsar.schema.AvroSchema(type(record)), batching_enabled=False
         )
@@ -246,20 +237,13 @@ def test_every_ledger_enqueued_and_the_broker_recovers_everything_cold(
         _read_back(client, unacked)
         orders = TopicName(ns, "orders")
         consumer = client.subscribe(
-            orders.full_name, "s", schema=pulsar.schema.AvroSchema(OrderV1),
+            orders.full_name, "s", schema=pulsar.schema.AvroSchema(rig.OrderV1),
             consumer_type=pulsar.ConsumerType.Shared,
         )  # fmt: skip
         values = [m.value().item for m in rig.receive_all(consumer, 12)]
         consumer.close()
         assert Counter(values) == Counter({"a": 6, "b": 6})  # version 2's read as version 1
-        reader = client.create_reader(
-            TopicName(ns, "compacted").full_name, pulsar.MessageId.earliest, is_read_compacted=True
-        )
-        compacted = {}
-        while reader.has_message_available():
-            message = reader.read_next(10_000)
-            compacted[message.partition_key()] = message.data()
-        reader.close()
+        compacted = rig.compacted_view(client, TopicName(ns, "compacted"))
         assert compacted == {f"k{i}": f"v{20 + i}".encode() for i in range(4)}
     finally:
         client.close()

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pulsar
-
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.pulsar_admin import BrokerAdmin
 from tests.real_pulsar import rig
@@ -62,13 +60,7 @@ def test_the_live_compacted_ledger_is_referenced_or_unknown_never_unreferenced(
         rig.audit(*scope, "--output", str(asked), "--set", f"webServiceUrl={real_pulsar.web_url}")
         assert _statuses(asked, compacted) == []
         # ... and the broker still serves the compacted view.
-        reader = client.create_reader(
-            topic.full_name, pulsar.MessageId.earliest, is_read_compacted=True
-        )
-        latest = {}
-        while reader.has_message_available():
-            message = reader.read_next(10_000)
-            latest[message.partition_key()] = message.data()
+        latest = rig.compacted_view(client, topic)
         assert latest == {f"k{i}": f"v{35 + i}".encode() for i in range(5)}
     finally:
         client.close()

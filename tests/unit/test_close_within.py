@@ -23,23 +23,27 @@ class Native:
             threading.Thread(target=callback, args=(result,)).start()
 
 
-class Wrapped:
-    """As pulsar.Producer wraps the native producer."""
-
-    def __init__(self, native: Native) -> None:
-        self._producer = native
-
+class Untouchable:
     def close_async(self, callback: Callable[[Any], None]) -> None:
-        raise AssertionError("the wrapper has no close_async: the native one is called")
+        raise AssertionError("the producer's close closed its client")
+
+
+def wrapped(native: Native) -> pulsar.Producer:
+    """A pulsar.Producer as the client makes one: it holds the native producer, and its
+    client's native client as well (`p._client = self._client`)."""
+    producer = pulsar.Producer.__new__(pulsar.Producer)
+    producer._producer = native
+    producer._client = Untouchable()
+    return producer
 
 
 def test_closed_is_none_and_already_closed_is_closed() -> None:
-    assert close_within(Wrapped(Native(pulsar.Result.Ok)), 5) is None
+    assert close_within(wrapped(Native(pulsar.Result.Ok)), 5) is None
     assert close_within(Native(pulsar.Result.AlreadyClosed), 5) is None
 
 
 def test_a_close_called_back_once_per_failed_partition_is_one_failure() -> None:
-    failed = close_within(Wrapped(Native(pulsar.Result.Timeout, pulsar.Result.Timeout)), 5)
+    failed = close_within(wrapped(Native(pulsar.Result.Timeout, pulsar.Result.Timeout)), 5)
     assert failed == str(pulsar.Result.Timeout)
 
 

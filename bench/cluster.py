@@ -1,0 +1,209 @@
+"""Deletions through a real Pulsar cluster (harness/pulsar_cluster: 3 ZooKeepers, 3 bookies,
+2 brokers, a `ledger-janitor run -c <broker.conf>` next to each broker), measured in one run:
+
+1. deletions a second with 1 sidecar and with 2: N leaks (made with BookKeeper's own client,
+   recorded nowhere) enqueued in a namespace of their own, then the sidecars started; the rate
+   is N over the time from the first deletion to the last (the sidecars' own log lines), and
+   the wall time from their start to every ledger gone (ZooKeeper read raw);
+2. the floor: N more leaks deleted by a bare loop on the same ZooKeeper, one kazoo multi
+   request (check the version read, delete) per ledger after reading it, what any safe
+   delete of a ledger's metadata costs; no Pulsar, no decision, no acknowledgement;
+3. `audit --enqueue` to bytes freed: K leaks of 1.5 MB each, `ledger-janitor audit --enqueue`
+   with one sidecar running, then the bookies' garbage collection asked for until their entry
+   logs (on their own disks) are smaller by at least half of what the leaks held.
+
+    python -m bench.cluster [--json] [--leaks N] [--big K] [--workdir DIR]   (--quick: N=100)
+
+The faults' figures (time until the work continues, reconsumes and archives per fault) are
+printed by the scenario tests themselves: `pytest tests/cluster -s`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from bench._common import console_for, finish, parser, render
+from deletion.domain.topics import NamespaceName, TopicName
+from harness.java import JavaPrograms
+from harness.process import wait_until
+from harness.pulsar_cluster import ClusterAdmin, PulsarCluster, SidecarProcess
+from harness.pulsar_cluster.leaks import enqueue_leaks, java_programs, plant
+
+BIG = 1_500_000  # bytes a leak of the audit's measure
+
+
+def _ledger_path(ledger_id: int) -> str:
+    """BookKeeper's hierarchical layout (below 2^31): `%010d` split 2-4-4."""
+    digits = f"{ledger_id:010d}"
+    return f"/ledgers/{digits[:2]}/{digits[2:6]}/L{digits[6:]}"
+
+
+def _alive(zk: KazooClient, ledgers: set[int]) -> set[int]:
+    return {ledger for ledger in ledgers if zk.exists(_ledger_path(ledger))}
+
+
+def _namespace(admin: ClusterAdmin, name: str) -> NamespaceName:
+    namespace = NamespaceName(f"bench-{uuid.uuid4().hex[:8]}", name)
+    admin.create_namespace(namespace)
+    return namespace
+
+
+def _deleting(
+    cluster: PulsarCluster,
+    admin: ClusterAdmin,
+    java: JavaPrograms,
+    zk: KazooClient,
+    count: int,
+    sidecars: Sequence[SidecarProcess],
+) -> dict[str, Any]:
+    ns = _namespace(admin, f"sidecars-{len(sidecars)}")
+    topic = TopicName(ns, "leaky")
+    leaks = plant(cluster, java, topic, count)
+    enqueue_leaks(cluster, topic, leaks)
+    started = time.monotonic()
+    for sidecar in sidecars:
+        sidecar.start(deletionNamespaces=str(ns))
+    try:
+        wait_until(lambda: not _alive(zk, leaks), 1800, "every leak deleted", poll=0.5)
+        wall = time.monotonic() - started
+        deleted = [
+            e["at"]
+            for sidecar in sidecars
+            for e in sidecar.events()
+            if e["event"] == "deleted" and e.get("ledger_id") in leaks
+        ]
+    finally:
+        for sidecar in sidecars:
+            sidecar.stop()
+    span = max(deleted) - min(deleted) if len(deleted) > 1 else 0.0
+    return {
+        "sidecars": len(sidecars),
+        "ledgers": count,
+        "deleted_per_s": round(count / span, 1) if span else None,
+        "start_to_all_gone_s": round(wall, 2),
+    }
+
+
+def _bare_loop(cluster: PulsarCluster, java: JavaPrograms, zk: KazooClient, count: int) -> float:
+    """Deletions a second of one multi request per ledger, after reading it."""
+    topic = TopicName(NamespaceName("bench", "bare"), "leaky")
+    leaks = sorted(plant(cluster, java, topic, count))
+    started = time.perf_counter()
+    for ledger in leaks:
+        path = _ledger_path(ledger)
+        _, stat = zk.get(path)
+        transaction = zk.transaction()
+        transaction.check(path, stat.version)
+        transaction.delete(path, stat.version)
+        results = transaction.commit()
+        if any(isinstance(result, Exception) for result in results):
+            raise RuntimeError(f"deleting {path}: {results}")
+    return count / (time.perf_counter() - started)
+
+
+def _entry_logs(cluster: PulsarCluster) -> int:
+    return sum(bookie.entry_log_bytes() for bookie in cluster.bookies)
+
+
+def _audit_to_freed(
+    cluster: PulsarCluster, admin: ClusterAdmin, java: JavaPrograms, zk: KazooClient, big: int
+) -> dict[str, Any]:
+    ns = _namespace(admin, "audited")
+    topic = TopicName(ns, "leaky")
+    leaks = plant(cluster, java, topic, big, BIG)
+    time.sleep(2)  # the bookies' write caches flushed to their entry logs (every 1 s)
+    before = _entry_logs(cluster)
+    sidecar = cluster.sidecars[0].start(deletionNamespaces=str(ns))
+    started = time.monotonic()
+    try:
+        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+        done = subprocess.run(
+            [sys.executable, "-m", "ledger_janitor", "audit",
+             "-c", str(cluster.brokers[0].conf_path), "--spark-master", "local[2]",
+             "--min-age", "0s", "--enqueue", "--set", f"deletionNamespaces={ns}",
+             "--set", "sendDelaySecondsOfTwoPhaseDeletion=0"],
+            capture_output=True, text=True, timeout=1800, env=env, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"audit exited {done.returncode}:\n{done.stderr[-3000:]}")
+        audited = time.monotonic() - started
+        wait_until(lambda: not _alive(zk, leaks), 600, "the audited leaks deleted", poll=0.5)
+        deleted = time.monotonic() - started
+        wanted = before - big * BIG // 2
+
+        def freed() -> bool:
+            for bookie in cluster.bookies:
+                bookie.gc()
+            return _entry_logs(cluster) <= wanted
+
+        wait_until(freed, 600, "the bookies' entry logs collected", poll=3)
+    finally:
+        sidecar.stop()
+    return {
+        "leaks": big,
+        "leaked_bytes": big * BIG,
+        "audit_s": round(audited, 1),
+        "until_deleted_s": round(deleted, 1),
+        "until_freed_s": round(time.monotonic() - started, 1),
+        "entry_log_bytes_freed": before - _entry_logs(cluster),
+    }
+
+
+def measure(workdir: Path, count: int, big: int) -> dict[str, Any]:
+    cluster = PulsarCluster(workdir / "cluster").start(timeout=600)
+    admin = ClusterAdmin(cluster.web_url)
+    zk = KazooClient(hosts=cluster.zookeeper_hosts, timeout=30)
+    zk.start(timeout=60)
+    try:
+        java = java_programs(workdir / "java")
+        one = _deleting(cluster, admin, java, zk, count, cluster.sidecars[:1])
+        two = _deleting(cluster, admin, java, zk, count, cluster.sidecars[:2])
+        bare = _bare_loop(cluster, java, zk, count)
+        audit = _audit_to_freed(cluster, admin, java, zk, big)
+    finally:
+        zk.stop()
+        zk.close()
+        admin.close()
+        for sidecar in cluster.sidecars:
+            sidecar.stop()
+        cluster.stop()
+    return {"one_sidecar": one, "two_sidecars": two,
+            "bare_kazoo_multi_per_s": round(bare, 1), "audit_to_freed": audit}  # fmt: skip
+
+
+def main() -> None:
+    arguments = parser("cluster", __doc__)
+    arguments.add_argument("--leaks", type=int, default=1000, help="leaks a measure (1000)")
+    arguments.add_argument("--big", type=int, default=12, help="1.5 MB leaks audited (12)")
+    args = arguments.parse_args()
+    count = 100 if args.quick else args.leaks
+    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as scratch:
+        result = measure(args.workdir or Path(scratch), count, args.big)
+    console = console_for(args.json)
+    rows = [
+        ["1 sidecar", result["one_sidecar"]["deleted_per_s"],
+         result["one_sidecar"]["start_to_all_gone_s"]],
+        ["2 sidecars", result["two_sidecars"]["deleted_per_s"],
+         result["two_sidecars"]["start_to_all_gone_s"]],
+        ["bare kazoo multi loop", result["bare_kazoo_multi_per_s"], "-"],
+    ]  # fmt: skip
+    render(f"{count} ledgers deleted through the cluster",
+           ["how", "deletions/s", "start to all gone (s)"], rows, console)  # fmt: skip
+    audit = result["audit_to_freed"]
+    title = "audit --enqueue to bytes freed on the bookies' disks"
+    render(title, list(audit), [list(audit.values())], console)
+    finish(result, args.json)
+
+
+if __name__ == "__main__":
+    main()
