@@ -41,6 +41,7 @@ class SidecarProcess:
         self.conf = conf
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0  # when it was last started (epoch seconds, as its log's clock)
 
     def start(self, **settings: object) -> SidecarProcess:
         """`run -c <broker.conf>` with TEST_SETTINGS and `settings` as `--set`s (None drops one)."""
@@ -56,6 +57,7 @@ class SidecarProcess:
         path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.started_at = time.time()
         with self.log_path.open("ab") as log:
             log.write(f"--- {time.strftime('%H:%M:%S')} starting {self.name}\n".encode())
             log.flush()

@@ -48,8 +48,7 @@ def test_two_sidecars_share_the_work_while_its_bundles_move_and_split(
     leaks = set().union(*(w.leaks for w in works))
     for sidecar in cluster.sidecars:
         rig.start_sidecar(sidecar, namespaces)
-    for sidecar in cluster.sidecars:
-        rig.holding(sidecar, leaks, zk)
+    rig.holding(cluster.sidecars, leaks, zk)
 
     fault_at = time.time()
     ids = {broker.broker_id for broker in cluster.brokers}
@@ -84,7 +83,7 @@ def test_a_rolling_restart_then_a_broker_killed_and_every_broker_cold_restarted(
     first = rig.work(cluster, admin, ns, java, log)
     for sidecar in cluster.sidecars:
         rig.start_sidecar(sidecar, [ns])
-    rig.holding(cluster.sidecars[0], first.leaks, zk)
+    rig.holding(cluster.sidecars, first.leaks, zk)
     restart_at = time.time()
     took = []
     for sidecar, broker in zip(cluster.sidecars, cluster.brokers, strict=True):
@@ -106,9 +105,8 @@ def test_a_rolling_restart_then_a_broker_killed_and_every_broker_cold_restarted(
         assert sidecar.stop() == 0, sidecar.log_tail()
     second = rig.work(cluster, admin, ns, java, log, name="second")
     victim, survivor = cluster.brokers[1], cluster.brokers[0]
-    since = time.time()
     rig.start_sidecar(cluster.sidecars[1], [ns])
-    rig.holding(cluster.sidecars[1], second.leaks, zk, since)
+    rig.holding(cluster.sidecars[1], second.leaks, zk)
     killed_at = time.time()
     victim.kill()
     rig.start_sidecar(cluster.sidecars[0], [ns])  # the other pod's sidecar takes over
@@ -216,7 +214,11 @@ def test_a_bookie_killed_while_its_ledgers_are_deleted_gets_its_space_back(
     bookie.kill()
     try:
         rig.enqueue_leaks(cluster, topic, work.leaks)
-        cluster.sidecars[0].start(deletionNamespaces=str(cluster_namespace))
+        # The age rule on: a leak above its topic's newest ledger is deleted once older.
+        cluster.sidecars[0].start(
+            deletionNamespaces=str(cluster_namespace),
+            minLedgerAgeSecondsOfTwoPhaseDeletion=rig.AGE_RULE,
+        )
         wait_until(lambda: not work.leaks & broker_rig.bookkeeper_ledgers(zk), 240,
                    "the leaks deleted while their bookie is down", poll=1)  # fmt: skip
     finally:
