@@ -5,12 +5,14 @@
    recorded nowhere) enqueued in a namespace of their own, then the sidecars started; the rate
    is N over the time from the first deletion to the last (the sidecars' own log lines), and
    the wall time from their start to every ledger gone (ZooKeeper read raw);
-2. the floor: N more leaks deleted by a bare loop on the same ZooKeeper, one kazoo multi
-   request (check the version read, delete) per ledger after reading it, what any safe
-   delete of a ledger's metadata costs; no Pulsar, no decision, no acknowledgement;
-3. `audit --enqueue` to bytes freed: K leaks of 1.5 MB each, `ledger-janitor audit --enqueue`
-   with one sidecar running, then the bookies' garbage collection asked for until their entry
-   logs (on their own disks) are smaller by at least half of what the leaks held.
+2. the floor: N more leaks deleted by a bare loop on the same ZooKeeper, 128 at a time (the
+   sidecar's default batch): their znodes read (pipelined), then one kazoo multi request
+   checking each version read and deleting it, what any safe delete of a batch's ledger
+   metadata costs; no Pulsar, no decision, no acknowledgement;
+3. (measured first, while nothing else was deleted) `audit --enqueue` to bytes freed: K
+   leaks of 1.5 MB each, `ledger-janitor audit --enqueue` with one sidecar running, then
+   the bookies' garbage collection asked for until their entry logs (on their own disks)
+   are smaller by at least half of what the leaks held.
 
     python -m bench.cluster [--json] [--leaks N] [--big K] [--workdir DIR]   (--quick: N=100)
 
@@ -40,6 +42,7 @@ from harness.pulsar_cluster import ClusterAdmin, PulsarCluster, SidecarProcess
 from harness.pulsar_cluster.leaks import enqueue_leaks, java_programs, plant
 
 BIG = 1_500_000  # bytes a leak of the audit's measure
+BATCH = 128  # ledgerDeletionBatchSizeOfTwoPhaseDeletion's default
 
 
 def _ledger_path(ledger_id: int) -> str:
@@ -94,20 +97,26 @@ def _deleting(
     }
 
 
-def _bare_loop(cluster: PulsarCluster, java: JavaPrograms, zk: KazooClient, count: int) -> float:
-    """Deletions a second of one multi request per ledger, after reading it."""
+def _bare_loop(
+    cluster: PulsarCluster, java: JavaPrograms, zk: KazooClient, count: int, batch: int
+) -> float:
+    """Deletions a second of a bare loop doing what a batch's deletes need of ZooKeeper: the
+    batch's ledgers read (pipelined), then one multi request checking each version read and
+    deleting it; `batch` ledgers at a time, the sidecar's default batch size."""
     topic = TopicName(NamespaceName("bench", "bare"), "leaky")
     leaks = sorted(plant(cluster, java, topic, count))
     started = time.perf_counter()
-    for ledger in leaks:
-        path = _ledger_path(ledger)
-        _, stat = zk.get(path)
+    for first in range(0, len(leaks), batch):
+        paths = [_ledger_path(ledger) for ledger in leaks[first : first + batch]]
+        stats = [zk.get_async(path) for path in paths]
         transaction = zk.transaction()
-        transaction.check(path, stat.version)
-        transaction.delete(path, stat.version)
+        for path, read in zip(paths, stats, strict=True):
+            version = read.get(timeout=30)[1].version
+            transaction.check(path, version)
+            transaction.delete(path, version)
         results = transaction.commit()
         if any(isinstance(result, Exception) for result in results):
-            raise RuntimeError(f"deleting {path}: {results}")
+            raise RuntimeError(f"deleting {paths[0]}...: {results}")
     return count / (time.perf_counter() - started)
 
 
@@ -166,10 +175,11 @@ def measure(workdir: Path, count: int, big: int) -> dict[str, Any]:
     zk.start(timeout=60)
     try:
         java = java_programs(workdir / "java")
+        # First, while nothing else was deleted: the bytes freed are the audited leaks'.
+        audit = _audit_to_freed(cluster, admin, java, zk, big)
         one = _deleting(cluster, admin, java, zk, count, cluster.sidecars[:1])
         two = _deleting(cluster, admin, java, zk, count, cluster.sidecars[:2])
-        bare = _bare_loop(cluster, java, zk, count)
-        audit = _audit_to_freed(cluster, admin, java, zk, big)
+        bare = _bare_loop(cluster, java, zk, count, BATCH)
     finally:
         zk.stop()
         zk.close()
