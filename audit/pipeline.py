@@ -264,13 +264,13 @@ def run_audit(
 ) -> AuditResult:
     """Classify every ledger; write the report if `options.output`. Enqueues nothing.
 
-    Five jobs when the inputs are files: the inventory's ids, the references' row count
-    (Parquet's footers), the old compacted ledgers no reference names, the referenced ids as
-    64-bit words (kept, small when the ids are dense: audit.tally's choice), then one job
-    over both for the summary, the referenced count and the dangling candidates. The
-    per-ledger classification stays lazy: only the report and the enqueueing read it.
-    `topic_reads`: a broker to ask which compacted ledger each topic reads
-    (audit.compaction); without one, an unreferenced one is UNKNOWN.
+    Four jobs when the inputs are files: the inventory's ids, the references' row count
+    (Parquet's footers), the referenced ids as 64-bit words (kept, small when the ids are
+    dense: audit.tally's choice), then one job over both for the summary, the referenced
+    count and the dangling candidates. The per-ledger classification stays lazy: only the
+    report and the enqueueing read it. `topic_reads`: a broker to ask which compacted
+    ledger each topic reads (audit.compaction), one more job to find them; without one, an
+    unreferenced one is UNKNOWN.
     """
     with progress.step(f"inventory: reading {_inventory_source(options)}"):
         inventory, ledgers = _count_inventory(_inventory(spark, options), options)
@@ -278,9 +278,14 @@ def run_audit(
     objects = offload_audit.list_objects(spark, options, progress)
     with progress.step(f"references: reading {_references_source(options)}"):
         references = _check_references(_references(spark, options), ledgers, options)
-    with progress.step("compacted ledgers: asking their topics' brokers which they read"):
-        found = compaction.candidates(inventory, references, options.now_ms, options.min_age_ms)
-        verdicts = compaction.ask(spark_job("the compacted ledgers", found.collect), topic_reads)
+    verdicts = compaction.Verdicts([], frozenset(), 0)  # no broker: attribution says unknown
+    if topic_reads is not None:
+        with progress.step("compacted ledgers: asking their topics' brokers which they read"):
+            now, age = options.now_ms, options.min_age_ms
+            found = compaction.candidates(inventory, references, now, age)
+            verdicts = compaction.ask(
+                spark_job("the compacted ledgers", found.collect), topic_reads
+            )
     if verdicts.current:
         read = compaction.as_references(spark, verdicts.current)
         references = references.unionByName(read, allowMissingColumns=True)

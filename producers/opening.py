@@ -53,8 +53,8 @@ def close_client(client: pulsar.Client, seconds: float) -> None:
 
     What was sent is settled by then (each send acknowledged or not), and a command must
     still report it. Against a broker that stopped answering, a producer's close times out,
-    and the client's close then raises AlreadyClosed: `enqueue` said `error: AlreadyClosed`
-    instead of which ledgers it had enqueued."""
+    and the client's close then answers AlreadyClosed (`close()` raised it: `enqueue` said
+    `error: AlreadyClosed` instead of which ledgers it had enqueued)."""
     failed = broker.close_within(client, seconds)
     if failed is not None:
         log.warning("closing the broker client failed", error=failed)
@@ -73,7 +73,8 @@ def open_phase_one(
             metadata = open_metadata_store(StoreSpec.metadata(config))
             stack.callback(metadata.close)
         client = broker.connect(config, client_log)
-        stack.callback(close_client, client, config.operation_timeout_seconds + 10)
+        wait = config.operation_timeout_seconds + broker.CLOSE_MARGIN_SECONDS
+        stack.callback(close_client, client, wait)
         admin = open_admin(config)
         if admin is not None:
             stack.callback(admin.close)

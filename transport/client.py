@@ -62,6 +62,9 @@ def connect(config: ServiceConfiguration, log_file: Path | None = None) -> pulsa
     )
 
 
+# How long a close may take past the client's own time-out, which answers a close the broker
+# does not.
+CLOSE_MARGIN_SECONDS = 10.0
 # What pulsar.Client, Producer and Consumer wrap (a Producer holds its client's `_client` too).
 _NATIVE = {pulsar.Client: "_client", pulsar.Producer: "_producer", pulsar.Consumer: "_consumer"}
 

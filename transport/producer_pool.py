@@ -12,7 +12,7 @@ import pulsar
 import structlog
 
 from core.errors import JanitorError
-from transport.client import close_within, send_async, translate
+from transport.client import CLOSE_MARGIN_SECONDS, close_within, send_async, translate
 from transport.schema import create_producer
 
 log = structlog.get_logger(__name__)
@@ -87,8 +87,7 @@ class ProducerPool:
             producer.flush()
         except pulsar.PulsarException as exc:
             log.warning("flushing producer failed", topic=producer.topic(), error=str(exc))
-        # The client's own time-out answers a close the broker does not: a margin over it.
-        failed = close_within(producer, self._send_timeout_ms / 1000 + 10)
+        failed = close_within(producer, self._send_timeout_ms / 1000 + CLOSE_MARGIN_SECONDS)
         if failed is not None:
             log.warning("closing producer failed", topic=producer.topic(), error=failed)
 

@@ -21,7 +21,6 @@ from harness.pulsar_cluster.sidecar import SidecarProcess
 from tests.cluster.conftest import client
 from tests.real_pulsar import rig
 
-__all__ = ["enqueue_leaks", "plant"]  # the leak helpers, as the scenarios name them here
 LEAKS = 30
 SETTLE = 12.0  # metadataStoreSessionTimeoutMillis, in seconds: the sidecar's start within it
 AGE_RULE = 3  # minLedgerAgeSecondsOfTwoPhaseDeletion: the planted leaks are older by then
@@ -58,18 +57,16 @@ def backlog(admin: ClusterAdmin, ns: NamespaceName) -> int:
 
 @dataclass
 class Work:
-    """A live topic with its messages and the ledgers the brokers say it references, and
-    leaks of it planted with BookKeeper's own client and enqueued."""
+    """A live topic with its messages, and leaks of it planted with BookKeeper's own client
+    and enqueued."""
 
     topic: TopicName
     sent: list[Any]
-    referenced: set[int]
     leaks: set[int]
 
 
 def work(
     cluster: PulsarCluster,
-    admin: ClusterAdmin,
     ns: NamespaceName,
     java: JavaPrograms,
     log: Path,
@@ -86,15 +83,10 @@ def work(
         sent = rig.produce(producer_client, topic, 30)
     finally:
         producer_client.close()
-    referenced = rig.ledgers_of(admin, topic)
     planted = plant(cluster, java, topic, leaks, size)
     if enqueue:
         enqueue_leaks(cluster, topic, planted)
-    return Work(topic, sent, referenced, planted)
-
-
-def events(sidecar: SidecarProcess) -> list[dict[str, Any]]:
-    return sidecar.events()
+    return Work(topic, sent, planted)
 
 
 def holding(
@@ -109,7 +101,7 @@ def holding(
 
     def reconsumed(sidecar: SidecarProcess) -> bool:
         since = sidecar.started_at
-        return any(e["event"] == "reconsumed" and e["at"] >= since for e in events(sidecar))
+        return any(e["event"] == "reconsumed" and e["at"] >= since for e in sidecar.events())
 
     def held_or_deleted() -> bool:
         return any(map(reconsumed, chosen)) or not leaks <= rig.bookkeeper_ledgers(zk)
@@ -122,7 +114,7 @@ def holding(
 def figures(sidecars: Iterable[SidecarProcess], fault_at: float, leaks: set[int]) -> dict[str, Any]:
     """How long after the fault the first of `leaks` was deleted, and what the fault cost:
     reconsumes and archives after it (every sidecar)."""
-    found = [e for sidecar in sidecars for e in events(sidecar)]
+    found = [e for sidecar in sidecars for e in sidecar.events()]
     deleted = [e["at"] for e in found if e["event"] == "deleted" and e.get("ledger_id") in leaks]
     after = [at for at in deleted if at > fault_at]
     return {
@@ -137,7 +129,7 @@ def deleted_once(sidecars: Iterable[SidecarProcess], leaks: set[int]) -> dict[st
     finds it already gone and says so)."""
     by: dict[int, list[str]] = {}
     for sidecar in sidecars:
-        for entry in events(sidecar):
+        for entry in sidecar.events():
             if entry["event"] == "deleted" and entry.get("ledger_id") in leaks:
                 by.setdefault(entry["ledger_id"], []).append(sidecar.name)
     twice = {ledger: names for ledger, names in by.items() if len(names) > 1}
@@ -156,8 +148,8 @@ def settled(
     log: Path,
     timeout: float = 240,
 ) -> None:
-    """Every leak gone; every ledger the brokers referenced before and reference now still
-    there; every message still served."""
+    """Every leak gone; nothing the sidecars deleted on the works' topics but their leaks;
+    every ledger the brokers reference now still there; every message still served."""
     works = list(works)
     leaks = set().union(*(w.leaks for w in works))
     wait_until(
@@ -172,7 +164,7 @@ def settled(
     # referenced before, nothing the sidecars deleted.
     ours = {str(one.topic): one for one in works}
     for sidecar in cluster.sidecars:
-        for entry in events(sidecar):
+        for entry in sidecar.events():
             one = ours.get(entry.get("topic", ""))
             if entry["event"] == "deleted" and one is not None:
                 assert entry["ledger_id"] in one.leaks, f"{sidecar.name} deleted {entry}"

@@ -20,6 +20,7 @@ from harness.java import JavaPrograms
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster
 from harness.pulsar_cluster.cluster import in_parallel
+from harness.pulsar_cluster.leaks import enqueue_leaks
 from tests.cluster import rig
 from tests.cluster.conftest import client
 from tests.real_pulsar import rig as broker_rig
@@ -44,7 +45,7 @@ def test_two_sidecars_share_the_work_while_its_bundles_move_and_split(
     second = NamespaceName(cluster_namespace.tenant, "second")
     admin.create_namespace(second)
     namespaces = [cluster_namespace, second]
-    works = [rig.work(cluster, admin, ns, java, log) for ns in namespaces]
+    works = [rig.work(cluster, ns, java, log) for ns in namespaces]
     leaks = set().union(*(w.leaks for w in works))
     for sidecar in cluster.sidecars:
         rig.start_sidecar(sidecar, namespaces)
@@ -80,7 +81,7 @@ def test_a_rolling_restart_then_a_broker_killed_and_every_broker_cold_restarted(
     cluster, admin, log = pulsar_cluster, cluster_admin, tmp_path / "client.log"
     ns = cluster_namespace
     kept = _keepsakes(cluster, admin, ns, log)
-    first = rig.work(cluster, admin, ns, java, log)
+    first = rig.work(cluster, ns, java, log)
     for sidecar in cluster.sidecars:
         rig.start_sidecar(sidecar, [ns])
     rig.holding(cluster.sidecars, first.leaks, zk)
@@ -103,7 +104,7 @@ def test_a_rolling_restart_then_a_broker_killed_and_every_broker_cold_restarted(
     # killed (the second: the tests' admin client talks to the first broker).
     for sidecar in cluster.sidecars:
         assert sidecar.stop() == 0, sidecar.log_tail()
-    second = rig.work(cluster, admin, ns, java, log, name="second")
+    second = rig.work(cluster, ns, java, log, name="second")
     victim, survivor = cluster.brokers[1], cluster.brokers[0]
     rig.start_sidecar(cluster.sidecars[1], [ns])
     rig.holding(cluster.sidecars[1], second.leaks, zk)
@@ -204,7 +205,7 @@ def test_a_bookie_killed_while_its_ledgers_are_deleted_gets_its_space_back(
     its garbage collection frees their entry logs, measured on its own disk."""
     cluster, admin, log = pulsar_cluster, cluster_admin, tmp_path / "client.log"
     size = 1_500_000
-    work = rig.work(cluster, admin, cluster_namespace, java, log, "big", 12, size, enqueue=False)
+    work = rig.work(cluster, cluster_namespace, java, log, "big", 12, size, enqueue=False)
     topic = work.topic
     holders = {ledger: cluster.bookies_holding(ledger) for ledger in work.leaks}
     bookie = max(cluster.bookies, key=lambda b: sum(b in held for held in holders.values()))
@@ -213,7 +214,7 @@ def test_a_bookie_killed_while_its_ledgers_are_deleted_gets_its_space_back(
     before = bookie.entry_log_bytes()
     bookie.kill()
     try:
-        rig.enqueue_leaks(cluster, topic, work.leaks)
+        enqueue_leaks(cluster, topic, work.leaks)
         # The age rule on: a leak above its topic's newest ledger is deleted once older.
         cluster.sidecars[0].start(
             deletionNamespaces=str(cluster_namespace),

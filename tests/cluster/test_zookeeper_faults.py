@@ -25,7 +25,6 @@ from harness.java import JavaPrograms
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster
 from harness.pulsar_cluster.sidecar import SidecarProcess
 from tests.cluster import rig as cluster_rig
-from tests.cluster.rig import events
 from tests.real_pulsar import rig
 
 SETTLE = cluster_rig.SETTLE
@@ -39,7 +38,7 @@ def _check_after(sidecar: SidecarProcess, fault_at: float, done_before: set[int]
     """Every deletion after the fault came at least SETTLE after the connection it was
     decided on was made again; the figures of the fault. `done_before`: ledgers already gone
     when the fault struck (their delete was sent before it, its line may come after)."""
-    found = events(sidecar)
+    found = sidecar.events()
     reconnects = [e["at"] for e in found if e["event"] == "zookeeper connected again"]
     assert [at for at in reconnects if at > fault_at], (
         "the sidecar's ZooKeeper connection did not break:\n" + sidecar.log_tail()
@@ -72,7 +71,7 @@ def test_the_zookeeper_leader_killed_mid_batch(
     java: JavaPrograms, zk: KazooClient, sidecars: PulsarCluster, tmp_path: Path,
 ) -> None:  # fmt: skip
     cluster, ns = pulsar_cluster, cluster_namespace
-    work = cluster_rig.work(cluster, cluster_admin, ns, java, tmp_path / "client.log")
+    work = cluster_rig.work(cluster, ns, java, tmp_path / "client.log")
     sidecar = cluster.sidecars[0]
     _start(sidecar, ns, session_seconds=30)
     cluster_rig.holding(sidecar, work.leaks, zk)
@@ -95,7 +94,7 @@ def test_a_sidecar_paused_past_its_session_acts_on_nothing_it_read_before(
     java: JavaPrograms, zk: KazooClient, sidecars: PulsarCluster, tmp_path: Path,
 ) -> None:  # fmt: skip
     cluster, ns = pulsar_cluster, cluster_namespace
-    work = cluster_rig.work(cluster, cluster_admin, ns, java, tmp_path / "client.log")
+    work = cluster_rig.work(cluster, ns, java, tmp_path / "client.log")
     sidecar = cluster.sidecars[1]
     session = 6  # seconds: ZooKeeper's minimum is 2 ticks (4 s)
     _start(sidecar, ns, session_seconds=session)
@@ -106,7 +105,7 @@ def test_a_sidecar_paused_past_its_session_acts_on_nothing_it_read_before(
     fault_at = time.time()
     sidecar.resume()
     cluster_rig.settled(cluster, cluster_admin, [work], zk, tmp_path / "client.log")
-    logged = events(sidecar)
+    logged = sidecar.events()
     assert any(e["event"] == "zookeeper session expired" and e["at"] >= fault_at for e in logged)
     assert any(
         e["event"] == "zookeeper connected again" and e.get("new_session") for e in logged
