@@ -25,7 +25,7 @@ from audit import compaction, transform
 from audit.errors import AuditError, spark_job
 from audit.id_words import MAX_BROADCAST_WORDS
 from audit.offload import tiered as offload_audit
-from audit.offload.targets import OffloadTargets
+from audit.options import AuditOptions
 from audit.progress import ScanProgress
 from audit.report.data import write_html_report
 from audit.scan import files
@@ -48,18 +48,6 @@ from audit.units import plural
 from core.errors import DecodeError
 from deletion.adapters.opening import StoreSpec
 from deletion.domain.ports import LedgerStorage
-
-
-@dataclass(frozen=True)
-class AuditOptions:
-    now_ms: int
-    min_age_ms: int
-    metadata: StoreSpec | None = None  # where Pulsar's metadata lives (references)
-    ledgers: StoreSpec | None = None  # where the ledgers live (inventory, dangling re-check)
-    inventory_file: Path | None = None
-    references_file: Path | None = None
-    output: Path | None = None
-    offload: OffloadTargets | None = None  # tiered storage to audit too (None: not configured)
 
 
 @dataclass

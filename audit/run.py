@@ -15,7 +15,8 @@ from audit.errors import AuditError
 from audit.offload.enqueue import enqueue_tiered_orphans
 from audit.offload.report import print_tiered
 from audit.offload.targets import offload_targets
-from audit.pipeline import AuditOptions, AuditResult, run_audit
+from audit.options import AuditOptions
+from audit.pipeline import AuditResult, run_audit
 from audit.progress import ScanProgress
 from audit.report.console import missing_ledgers, print_missing, print_report
 from audit.report.page import REPORT_FILE

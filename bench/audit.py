@@ -36,7 +36,8 @@ from pyspark.sql import functions as sf
 from rich.console import Console
 from rich.table import Table
 
-from audit.pipeline import AuditOptions, run_audit
+from audit.options import AuditOptions
+from audit.pipeline import run_audit
 from audit.progress import ScanProgress
 from audit.session import open_session
 from audit.transform import unreferenced

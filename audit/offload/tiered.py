@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -23,12 +23,10 @@ from audit.errors import spark_job
 from audit.offload import classify
 from audit.offload.scan import offloaded_objects
 from audit.offload.verify import Presence
+from audit.options import AuditOptions
 from audit.progress import ScanProgress
 from audit.schema import MISSING_BOOKKEEPER, MISSING_OFFLOADED, ORPHAN, UNATTRIBUTABLE, YOUNG
 from deletion.adapters.offload import S3_DRIVERS
-
-if TYPE_CHECKING:
-    from audit.pipeline import AuditOptions
 
 
 @dataclass

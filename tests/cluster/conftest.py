@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import pulsar
 import pytest
 from kazoo.client import KazooClient
 
@@ -66,12 +65,6 @@ def cluster_namespace(cluster_admin: ClusterAdmin) -> NamespaceName:
     namespace = NamespaceName(f"lj-{uuid.uuid4().hex[:10]}", "ns")
     cluster_admin.create_namespace(namespace)
     return namespace
-
-
-def client(cluster: PulsarCluster, log: Path, url: str | None = None) -> pulsar.Client:
-    """A Pulsar client of `url` (every broker by default) logging to `log`, not stdout."""
-    logger = pulsar.FileLogger(pulsar.LoggerLevel.Warn, str(log))
-    return pulsar.Client(url or cluster.service_url, logger=logger, operation_timeout_seconds=60)
 
 
 @pytest.fixture

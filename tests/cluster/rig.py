@@ -1,45 +1,22 @@
-"""What the cluster scenarios share: the work (a live topic, leaks of it planted with
-BookKeeper's own client and enqueued), the sidecars' own logs read as events, and the oracle
-(the cluster's ZooKeeper read raw, the brokers' internalStats, the messages read back)."""
+"""What the cluster scenarios judge after a fault (the work itself, and the sidecars started
+around it: harness/pulsar_cluster/workload.py): the oracle is the cluster's ZooKeeper read
+raw, the brokers' internalStats and stats, the messages read back, and the sidecars' own
+logs for who deleted what."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pulsar
 from kazoo.client import KazooClient
 
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
-from harness.java import JavaPrograms
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster
-from harness.pulsar_cluster.leaks import enqueue_leaks, plant
 from harness.pulsar_cluster.sidecar import SidecarProcess
-from tests.cluster.conftest import client
+from harness.pulsar_cluster.workload import Work, client
 from tests.real_pulsar import rig
-
-LEAKS = 30
-SETTLE = 12.0  # metadataStoreSessionTimeoutMillis, in seconds: the sidecar's start within it
-AGE_RULE = 3  # minLedgerAgeSecondsOfTwoPhaseDeletion: the planted leaks are older by then
-
-
-def start_sidecar(
-    sidecar: SidecarProcess, namespaces: Iterable[NamespaceName], session_seconds: int = 30
-) -> None:
-    """One worker thread and small batches, so that the work spans a fault; the age rule and
-    the settling on, so that a fresh sidecar holds its work for SETTLE; `operationTimeoutSeconds`
-    is also the ZooKeeper session's time-out."""
-    sidecar.start(
-        deletionNamespaces=",".join(map(str, namespaces)),
-        minLedgerAgeSecondsOfTwoPhaseDeletion=AGE_RULE,
-        metadataStoreSessionTimeoutMillis=int(SETTLE * 1000),
-        ledgerDeletionWorkerThreadsOfTwoPhaseDeletion=1,
-        ledgerDeletionBatchSizeOfTwoPhaseDeletion=2,
-        operationTimeoutSeconds=session_seconds,
-    )
 
 
 def backlog(admin: ClusterAdmin, ns: NamespaceName) -> int:
@@ -53,75 +30,6 @@ def backlog(admin: ClusterAdmin, ns: NamespaceName) -> int:
             stats = admin.get(f"{admin.topic_path(topic)}/stats", 404) or {}
         total += int(stats.get("subscriptions", {}).get(SUBSCRIPTION, {}).get("msgBacklog", 0))
     return total
-
-
-@dataclass
-class Work:
-    """A live topic with its messages, and leaks of it planted with BookKeeper's own client
-    and enqueued."""
-
-    topic: TopicName
-    sent: list[Any]
-    leaks: set[int]
-
-
-def work(
-    cluster: PulsarCluster,
-    ns: NamespaceName,
-    java: JavaPrograms,
-    log: Path,
-    name: str = "live",
-    leaks: int = LEAKS,
-    size: int = 4096,
-    enqueue: bool = True,
-) -> Work:
-    """A live topic `name` of `ns` with 30 messages, and `leaks` of it planted and (unless
-    told not to) enqueued."""
-    topic = TopicName(ns, name)
-    producer_client = client(cluster, log)
-    try:
-        sent = rig.produce(producer_client, topic, 30)
-    finally:
-        producer_client.close()
-    planted = plant(cluster, java, topic, leaks, size)
-    if enqueue:
-        enqueue_leaks(cluster, topic, planted)
-    return Work(topic, sent, planted)
-
-
-def holding(
-    sidecars: SidecarProcess | Iterable[SidecarProcess], leaks: set[int], zk: KazooClient
-) -> None:
-    """Until a sidecar holds the work: it received pending deletions (since it was last
-    started: its log holds earlier runs' lines too) and handed them back until its connection
-    has settled. A deleting sidecar cannot be caught mid-batch (it deletes 30 in under 0.1 s),
-    so a fault strikes here, between its reads and its decisions, with every leak still to
-    delete."""
-    chosen = [sidecars] if isinstance(sidecars, SidecarProcess) else list(sidecars)
-
-    def reconsumed(sidecar: SidecarProcess) -> bool:
-        since = sidecar.started_at
-        return any(e["event"] == "reconsumed" and e["at"] >= since for e in sidecar.events())
-
-    def held_or_deleted() -> bool:
-        return any(map(reconsumed, chosen)) or not leaks <= rig.bookkeeper_ledgers(zk)
-
-    names = ", ".join(sidecar.name for sidecar in chosen)
-    wait_until(held_or_deleted, 240, f"{names} holding the pending deletions", poll=0.1)
-    assert leaks <= rig.bookkeeper_ledgers(zk), "deleted before its connection settled"
-
-
-def figures(sidecars: Iterable[SidecarProcess], fault_at: float, leaks: set[int]) -> dict[str, Any]:
-    """How long after the fault the first of `leaks` was deleted, and what the fault cost:
-    reconsumes and archives after it (every sidecar)."""
-    found = [e for sidecar in sidecars for e in sidecar.events()]
-    deleted = [e["at"] for e in found if e["event"] == "deleted" and e.get("ledger_id") in leaks]
-    after = [at for at in deleted if at > fault_at]
-    return {
-        "work continued after (s)": round(min(after) - fault_at, 1) if after else None,
-        "reconsumed": sum(e["event"] == "reconsumed" and e["at"] > fault_at for e in found),
-        "archived": sum(e["event"] == "archived" for e in found),
-    }
 
 
 def deleted_once(sidecars: Iterable[SidecarProcess], leaks: set[int]) -> dict[str, int]:

@@ -2,7 +2,7 @@
 restart one by one and one is killed, a bookie dies while its ledgers are deleted.
 
 Each fault strikes while a sidecar holds work (it has read the pending deletions and waits
-for its connection to settle: rig.holding). After each: every planted leak deleted, every
+for its connection to settle: workload.holding). After each: every planted leak deleted, every
 ledger the brokers referenced still there, every message still served, no pending deletion
 left unacknowledged; none deleted twice. The oracle is the cluster itself: its ZooKeeper read
 raw, the brokers' internalStats and stats, the bookie's own disk."""
@@ -18,11 +18,10 @@ from kazoo.client import KazooClient
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.java import JavaPrograms
 from harness.process import wait_until
-from harness.pulsar_cluster import ClusterAdmin, PulsarCluster
+from harness.pulsar_cluster import ClusterAdmin, PulsarCluster, workload
 from harness.pulsar_cluster.cluster import in_parallel
 from harness.pulsar_cluster.leaks import enqueue_leaks
 from tests.cluster import rig
-from tests.cluster.conftest import client
 from tests.real_pulsar import rig as broker_rig
 
 
@@ -45,11 +44,11 @@ def test_two_sidecars_share_the_work_while_its_bundles_move_and_split(
     second = NamespaceName(cluster_namespace.tenant, "second")
     admin.create_namespace(second)
     namespaces = [cluster_namespace, second]
-    works = [rig.work(cluster, ns, java, log) for ns in namespaces]
+    works = [workload.work(cluster, ns, java, log) for ns in namespaces]
     leaks = set().union(*(w.leaks for w in works))
     for sidecar in cluster.sidecars:
-        rig.start_sidecar(sidecar, namespaces)
-    rig.holding(cluster.sidecars, leaks, zk)
+        workload.start_sidecar(sidecar, namespaces)
+    workload.holding(cluster.sidecars, leaks, zk)
 
     fault_at = time.time()
     ids = {broker.broker_id for broker in cluster.brokers}
@@ -67,7 +66,7 @@ def test_two_sidecars_share_the_work_while_its_bundles_move_and_split(
     for sidecar in cluster.sidecars:
         assert sidecar.running, sidecar.log_tail()
     print(f"{len(owners)} bundles moved, 1 split; deleted per sidecar: {shares};",
-          rig.figures(cluster.sidecars, fault_at, leaks))  # fmt: skip
+          workload.figures(cluster.sidecars, fault_at, leaks))  # fmt: skip
 
 
 def test_a_rolling_restart_then_a_broker_killed_and_every_broker_cold_restarted(
@@ -81,10 +80,10 @@ def test_a_rolling_restart_then_a_broker_killed_and_every_broker_cold_restarted(
     cluster, admin, log = pulsar_cluster, cluster_admin, tmp_path / "client.log"
     ns = cluster_namespace
     kept = _keepsakes(cluster, admin, ns, log)
-    first = rig.work(cluster, ns, java, log)
+    first = workload.work(cluster, ns, java, log)
     for sidecar in cluster.sidecars:
-        rig.start_sidecar(sidecar, [ns])
-    rig.holding(cluster.sidecars, first.leaks, zk)
+        workload.start_sidecar(sidecar, [ns])
+    workload.holding(cluster.sidecars, first.leaks, zk)
     restart_at = time.time()
     took = []
     for sidecar, broker in zip(cluster.sidecars, cluster.brokers, strict=True):
@@ -93,24 +92,24 @@ def test_a_rolling_restart_then_a_broker_killed_and_every_broker_cold_restarted(
         broker.stop()
         assert not broker.forced, broker.log_tail()
         broker.start()
-        rig.start_sidecar(sidecar, [ns])
+        workload.start_sidecar(sidecar, [ns])
         took.append(round(time.monotonic() - started, 1))
     rig.settled(cluster, admin, [first], zk, log)
     _no_backlog(admin, [ns])
-    print(f"rolling restart (s per pod: {took}):", rig.figures(cluster.sidecars, restart_at,
+    print(f"rolling restart (s per pod: {took}):", workload.figures(cluster.sidecars, restart_at,
                                                               first.leaks))  # fmt: skip
 
     # Scenario 4: only the second pod's sidecar, fresh, holds new work when its broker is
     # killed (the second: the tests' admin client talks to the first broker).
     for sidecar in cluster.sidecars:
         assert sidecar.stop() == 0, sidecar.log_tail()
-    second = rig.work(cluster, ns, java, log, name="second")
+    second = workload.work(cluster, ns, java, log, name="second")
     victim, survivor = cluster.brokers[1], cluster.brokers[0]
-    rig.start_sidecar(cluster.sidecars[1], [ns])
-    rig.holding(cluster.sidecars[1], second.leaks, zk)
+    workload.start_sidecar(cluster.sidecars[1], [ns])
+    workload.holding(cluster.sidecars[1], second.leaks, zk)
     killed_at = time.time()
     victim.kill()
-    rig.start_sidecar(cluster.sidecars[0], [ns])  # the other pod's sidecar takes over
+    workload.start_sidecar(cluster.sidecars[0], [ns])  # the other pod's sidecar takes over
     try:
         moved = lambda: _served_by(admin, second.topic, survivor.service_url)  # noqa: E731
         wait_until(moved, 120, "the killed broker's topics moving", poll=1)
@@ -119,7 +118,7 @@ def test_a_rolling_restart_then_a_broker_killed_and_every_broker_cold_restarted(
     rig.settled(cluster, admin, [first, second], zk, log)
     _no_backlog(admin, [ns])
     rig.deleted_once(cluster.sidecars, first.leaks | second.leaks)
-    print(f"{victim.name} killed:", rig.figures(cluster.sidecars, killed_at, second.leaks))
+    print(f"{victim.name} killed:", workload.figures(cluster.sidecars, killed_at, second.leaks))
 
     for sidecar in cluster.sidecars:
         assert sidecar.stop() == 0, sidecar.log_tail()
@@ -146,7 +145,7 @@ class _Keepsakes:
         self.sent: list[bytes] = []
 
     def check(self, cluster: PulsarCluster, admin: ClusterAdmin, log: Path) -> None:
-        reader = client(cluster, log)
+        reader = workload.client(cluster, log)
         try:
             consumer = reader.subscribe(self.compacted.full_name, "keep")
             back = [m.data() for m in broker_rig.receive_all(consumer, len(self.sent), 120)]
@@ -165,7 +164,7 @@ def _keepsakes(
     cluster: PulsarCluster, admin: ClusterAdmin, ns: NamespaceName, log: Path
 ) -> _Keepsakes:
     kept = _Keepsakes(ns)
-    made = client(cluster, log)
+    made = workload.client(cluster, log)
     try:
         made.subscribe(kept.compacted.full_name, "keep").close()
         producer = made.create_producer(kept.compacted.full_name, batching_enabled=False)
@@ -205,7 +204,7 @@ def test_a_bookie_killed_while_its_ledgers_are_deleted_gets_its_space_back(
     its garbage collection frees their entry logs, measured on its own disk."""
     cluster, admin, log = pulsar_cluster, cluster_admin, tmp_path / "client.log"
     size = 1_500_000
-    work = rig.work(cluster, cluster_namespace, java, log, "big", 12, size, enqueue=False)
+    work = workload.work(cluster, cluster_namespace, java, log, "big", 12, size, enqueue=False)
     topic = work.topic
     holders = {ledger: cluster.bookies_holding(ledger) for ledger in work.leaks}
     bookie = max(cluster.bookies, key=lambda b: sum(b in held for held in holders.values()))
@@ -218,7 +217,7 @@ def test_a_bookie_killed_while_its_ledgers_are_deleted_gets_its_space_back(
         # The age rule on: a leak above its topic's newest ledger is deleted once older.
         cluster.sidecars[0].start(
             deletionNamespaces=str(cluster_namespace),
-            minLedgerAgeSecondsOfTwoPhaseDeletion=rig.AGE_RULE,
+            minLedgerAgeSecondsOfTwoPhaseDeletion=workload.AGE_RULE,
         )
         wait_until(lambda: not work.leaks & broker_rig.bookkeeper_ledgers(zk), 240,
                    "the leaks deleted while their bookie is down", poll=1)  # fmt: skip

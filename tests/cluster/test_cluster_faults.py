@@ -12,8 +12,8 @@ from pathlib import Path
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster
+from harness.pulsar_cluster.workload import client
 from harness.pulsar_cluster.zookeeper import four_letter
-from tests.cluster.conftest import client
 
 
 def test_a_bundle_moves_where_it_is_sent_and_splits_in_two(

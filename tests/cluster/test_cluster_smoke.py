@@ -19,7 +19,7 @@ import pulsar
 from deletion.domain.topics import DELETION_TOPIC, SUBSCRIPTION, NamespaceName, TopicName
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster
-from tests.cluster.conftest import client
+from harness.pulsar_cluster.workload import client
 
 PARTITIONS = 16  # over the namespace's 4 bundles, which the 2 brokers share
 

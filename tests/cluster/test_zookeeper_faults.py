@@ -22,16 +22,16 @@ from kazoo.client import KazooClient
 
 from deletion.domain.topics import NamespaceName
 from harness.java import JavaPrograms
-from harness.pulsar_cluster import ClusterAdmin, PulsarCluster
+from harness.pulsar_cluster import ClusterAdmin, PulsarCluster, workload
 from harness.pulsar_cluster.sidecar import SidecarProcess
 from tests.cluster import rig as cluster_rig
 from tests.real_pulsar import rig
 
-SETTLE = cluster_rig.SETTLE
+SETTLE = workload.SETTLE
 
 
 def _start(sidecar: SidecarProcess, ns: NamespaceName, session_seconds: int) -> None:
-    cluster_rig.start_sidecar(sidecar, [ns], session_seconds)
+    workload.start_sidecar(sidecar, [ns], session_seconds)
 
 
 def _check_after(sidecar: SidecarProcess, fault_at: float, done_before: set[int]) -> dict[str, Any]:
@@ -71,10 +71,10 @@ def test_the_zookeeper_leader_killed_mid_batch(
     java: JavaPrograms, zk: KazooClient, sidecars: PulsarCluster, tmp_path: Path,
 ) -> None:  # fmt: skip
     cluster, ns = pulsar_cluster, cluster_namespace
-    work = cluster_rig.work(cluster, ns, java, tmp_path / "client.log")
+    work = workload.work(cluster, ns, java, tmp_path / "client.log")
     sidecar = cluster.sidecars[0]
     _start(sidecar, ns, session_seconds=30)
-    cluster_rig.holding(sidecar, work.leaks, zk)
+    workload.holding(sidecar, work.leaks, zk)
     leader = cluster.zookeeper_leader()
     fault_at = time.time()
     leader.kill()
@@ -94,11 +94,11 @@ def test_a_sidecar_paused_past_its_session_acts_on_nothing_it_read_before(
     java: JavaPrograms, zk: KazooClient, sidecars: PulsarCluster, tmp_path: Path,
 ) -> None:  # fmt: skip
     cluster, ns = pulsar_cluster, cluster_namespace
-    work = cluster_rig.work(cluster, ns, java, tmp_path / "client.log")
+    work = workload.work(cluster, ns, java, tmp_path / "client.log")
     sidecar = cluster.sidecars[1]
     session = 6  # seconds: ZooKeeper's minimum is 2 ticks (4 s)
     _start(sidecar, ns, session_seconds=session)
-    cluster_rig.holding(sidecar, work.leaks, zk)
+    workload.holding(sidecar, work.leaks, zk)
     sidecar.pause()
     done_before = work.leaks - rig.bookkeeper_ledgers(zk)
     time.sleep(3 * session)  # well past its session: ZooKeeper expires it meanwhile

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from audit import pipeline
 from audit.errors import AuditError
-from audit.pipeline import AuditOptions, run_audit
+from audit.options import AuditOptions
+from audit.pipeline import run_audit
 from audit.progress import ScanProgress
 from audit.schema import INVENTORY_SCHEMA
 from ledger_janitor.commands.audit import parse_duration_ms, parse_time_ms

@@ -10,7 +10,8 @@ from pyspark.sql import SparkSession
 from rich.console import Console
 
 from audit.errors import AuditError
-from audit.pipeline import AuditOptions, run_audit
+from audit.options import AuditOptions
+from audit.pipeline import run_audit
 from audit.progress import ScanProgress
 from audit.scan.ledgers import ZooKeeperTarget, expand_buckets, zookeeper_inventory
 from audit.scan.references import metadata_references

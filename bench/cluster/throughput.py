@@ -1,5 +1,4 @@
-"""Deletions through a real Pulsar cluster (harness/pulsar_cluster: 3 ZooKeepers, 3 bookies,
-2 brokers, a `ledger-janitor run -c <broker.conf>` next to each broker), measured in one run:
+"""Deletions through the cluster and the audit's leaks freed on the bookies' disks:
 
 1. deletions a second with 1 sidecar and with 2: N leaks (made with BookKeeper's own client,
    recorded nowhere) enqueued in a namespace of their own, then the sidecars started; the rate
@@ -12,50 +11,34 @@
 3. (measured first, while nothing else was deleted) `audit --enqueue` to bytes freed: K
    leaks of 1.5 MB each, `ledger-janitor audit --enqueue` with one sidecar running, then
    the bookies' garbage collection asked for until their entry logs (on their own disks)
-   are smaller by at least half of what the leaks held.
-
-    python -m bench.cluster [--json] [--leaks N] [--big K] [--workdir DIR]   (--quick: N=100)
-
-The faults' figures (time until the work continues, reconsumes and archives per fault) are
-printed by the scenario tests themselves: `pytest tests/cluster -s`.
-"""
+   are smaller by at least half of what the leaks held."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient
+from rich.console import Console
 
-from bench._common import console_for, finish, parser, render
+from bench._common import render
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.java import JavaPrograms
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster, SidecarProcess
-from harness.pulsar_cluster.leaks import enqueue_leaks, java_programs, plant
+from harness.pulsar_cluster.leaks import enqueue_leaks, plant
+from harness.pulsar_cluster.workload import alive, ledger_path
 
 BIG = 1_500_000  # bytes a leak of the audit's measure
 BATCH = 128  # ledgerDeletionBatchSizeOfTwoPhaseDeletion's default
 
 
-def _ledger_path(ledger_id: int) -> str:
-    """BookKeeper's hierarchical layout (below 2^31): `%010d` split 2-4-4."""
-    digits = f"{ledger_id:010d}"
-    return f"/ledgers/{digits[:2]}/{digits[2:6]}/L{digits[6:]}"
-
-
-def _alive(zk: KazooClient, ledgers: set[int]) -> set[int]:
-    return {ledger for ledger in ledgers if zk.exists(_ledger_path(ledger))}
-
-
-def _namespace(admin: ClusterAdmin, name: str) -> NamespaceName:
+def namespace(admin: ClusterAdmin, name: str) -> NamespaceName:
     namespace = NamespaceName(f"bench-{uuid.uuid4().hex[:8]}", name)
     admin.create_namespace(namespace)
     return namespace
@@ -69,7 +52,7 @@ def _deleting(
     count: int,
     sidecars: Sequence[SidecarProcess],
 ) -> dict[str, Any]:
-    ns = _namespace(admin, f"sidecars-{len(sidecars)}")
+    ns = namespace(admin, f"sidecars-{len(sidecars)}")
     topic = TopicName(ns, "leaky")
     leaks = plant(cluster, java, topic, count)
     enqueue_leaks(cluster, topic, leaks)
@@ -77,7 +60,7 @@ def _deleting(
     for sidecar in sidecars:
         sidecar.start(deletionNamespaces=str(ns))
     try:
-        wait_until(lambda: not _alive(zk, leaks), 1800, "every leak deleted", poll=0.5)
+        wait_until(lambda: not alive(zk, leaks), 1800, "every leak deleted", poll=0.5)
         wall = time.monotonic() - started
         deleted = [
             e["at"]
@@ -107,7 +90,7 @@ def _bare_loop(
     leaks = sorted(plant(cluster, java, topic, count))
     started = time.perf_counter()
     for first in range(0, len(leaks), batch):
-        paths = [_ledger_path(ledger) for ledger in leaks[first : first + batch]]
+        paths = [ledger_path(ledger) for ledger in leaks[first : first + batch]]
         stats = [zk.get_async(path) for path in paths]
         transaction = zk.transaction()
         for path, read in zip(paths, stats, strict=True):
@@ -127,7 +110,7 @@ def _entry_logs(cluster: PulsarCluster) -> int:
 def _audit_to_freed(
     cluster: PulsarCluster, admin: ClusterAdmin, java: JavaPrograms, zk: KazooClient, big: int
 ) -> dict[str, Any]:
-    ns = _namespace(admin, "audited")
+    ns = namespace(admin, "audited")
     topic = TopicName(ns, "leaky")
     leaks = plant(cluster, java, topic, big, BIG)
     time.sleep(2)  # the bookies' write caches flushed to their entry logs (every 1 s)
@@ -146,7 +129,7 @@ def _audit_to_freed(
         if done.returncode != 0:
             raise RuntimeError(f"audit exited {done.returncode}:\n{done.stderr[-3000:]}")
         audited = time.monotonic() - started
-        wait_until(lambda: not _alive(zk, leaks), 600, "the audited leaks deleted", poll=0.5)
+        wait_until(lambda: not alive(zk, leaks), 600, "the audited leaks deleted", poll=0.5)
         deleted = time.monotonic() - started
         wanted = before - big * BIG // 2
 
@@ -168,38 +151,20 @@ def _audit_to_freed(
     }
 
 
-def measure(workdir: Path, count: int, big: int) -> dict[str, Any]:
-    cluster = PulsarCluster(workdir / "cluster").start(timeout=600)
-    admin = ClusterAdmin(cluster.web_url)
-    zk = KazooClient(hosts=cluster.zookeeper_hosts, timeout=30)
-    zk.start(timeout=60)
-    try:
-        java = java_programs(workdir / "java")
-        # First, while nothing else was deleted: the bytes freed are the audited leaks'.
-        audit = _audit_to_freed(cluster, admin, java, zk, big)
-        one = _deleting(cluster, admin, java, zk, count, cluster.sidecars[:1])
-        two = _deleting(cluster, admin, java, zk, count, cluster.sidecars[:2])
-        bare = _bare_loop(cluster, java, zk, count, BATCH)
-    finally:
-        zk.stop()
-        zk.close()
-        admin.close()
-        for sidecar in cluster.sidecars:
-            sidecar.stop()
-        cluster.stop()
+def measure(
+    cluster: PulsarCluster, admin: ClusterAdmin, java: JavaPrograms, zk: KazooClient,
+    count: int, big: int,
+) -> dict[str, Any]:  # fmt: skip
+    # First, while nothing else was deleted: the bytes freed are the audited leaks'.
+    audit = _audit_to_freed(cluster, admin, java, zk, big)
+    one = _deleting(cluster, admin, java, zk, count, cluster.sidecars[:1])
+    two = _deleting(cluster, admin, java, zk, count, cluster.sidecars[:2])
+    bare = _bare_loop(cluster, java, zk, count, BATCH)
     return {"one_sidecar": one, "two_sidecars": two,
             "bare_kazoo_multi_per_s": round(bare, 1), "audit_to_freed": audit}  # fmt: skip
 
 
-def main() -> None:
-    arguments = parser("cluster", __doc__)
-    arguments.add_argument("--leaks", type=int, default=1000, help="leaks a measure (1000)")
-    arguments.add_argument("--big", type=int, default=12, help="1.5 MB leaks audited (12)")
-    args = arguments.parse_args()
-    count = 100 if args.quick else args.leaks
-    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as scratch:
-        result = measure(args.workdir or Path(scratch), count, args.big)
-    console = console_for(args.json)
+def render_result(result: dict[str, Any], count: int, console: Console) -> None:
     rows = [
         ["1 sidecar", result["one_sidecar"]["deleted_per_s"],
          result["one_sidecar"]["start_to_all_gone_s"]],
@@ -212,8 +177,3 @@ def main() -> None:
     audit = result["audit_to_freed"]
     title = "audit --enqueue to bytes freed on the bookies' disks"
     render(title, list(audit), [list(audit.values())], console)
-    finish(result, args.json)
-
-
-if __name__ == "__main__":
-    main()
