@@ -98,6 +98,7 @@ MANAGED_LEDGER: Final = "MANAGED_LEDGER"
 MANAGED_CURSOR: Final = "MANAGED_CURSOR"
 SCHEMA_STORAGE: Final = "SCHEMA_STORAGE"
 COMPACTED: Final = "COMPACTED"
+DELAYED_BUCKET: Final = "DELAYED_BUCKET"
 
 # The status of an unreferenced ledger. Only ORPHAN is ever enqueued.
 ORPHAN: Final = "orphan"  # old enough, attributable to a topic and a deletable component

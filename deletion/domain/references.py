@@ -5,9 +5,10 @@ reference scan (`audit.scan.pulsar_refs`, inside Spark tasks) both call these fu
 two can never disagree on what "referenced" means. The layout is Pulsar's:
 `/managed-ledgers/<ml name>` holds a ManagedLedgerInfo (possibly behind the 0x4778
 compression header), each child one ManagedCursorInfo (the `__compaction` cursor's
-`CompactedTopicLedger` property names the compacted ledger), and `/schemas/<schema id>` a
-SchemaLocator. Any read or decode error propagates: unreadable metadata is "unknown", never
-"no references".
+`CompactedTopicLedger` property names the compacted ledger, a subscription's
+`#pulsar.internal.delayed.bucket_*` properties its delayed-delivery bucket snapshots), and
+`/schemas/<schema id>` a SchemaLocator. Any read or decode error propagates: unreadable
+metadata is "unknown", never "no references".
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ from deletion.wire.proto.schema_storage_format_pb2 import SchemaLocator
 
 COMPACTION_CURSOR = "__compaction"
 COMPACTED_LEDGER_PROPERTY = "CompactedTopicLedger"
+# BucketDelayedDeliveryTracker.DELAYED_BUCKET_KEY_PREFIX: a sealed bucket's snapshot ledger is
+# the value of the cursor property `<prefix>_<startLedgerId>_<endLedgerId>` (Bucket.bucketKey),
+# in the cursor znode's `cursorProperties` (ManagedCursorImpl.putCursorProperty writes the
+# znode itself, never the cursor ledger): pulsar-broker/src/main/java/org/apache/pulsar/broker/
+# delayed/bucket/BucketDelayedDeliveryTracker.java, Bucket.java (Pulsar 4.0.8).
+DELAYED_BUCKET_PREFIX = "#pulsar.internal.delayed.bucket"
 BUCKET_PROPERTY = "bucket"  # TieredStorageConfiguration.METADATA_FIELD_BUCKET
 
 
@@ -42,6 +49,7 @@ class Holder(Enum):
     MANAGED_CURSOR = "MANAGED_CURSOR"
     SCHEMA_STORAGE = "SCHEMA_STORAGE"
     COMPACTED = "COMPACTED"
+    DELAYED_BUCKET = "DELAYED_BUCKET"  # a subscription's delayed-delivery bucket snapshot
 
 
 @dataclass(frozen=True)
@@ -161,6 +169,12 @@ def _cursor_references(cursor: ManagedCursorInfo, cursor_name: str) -> list[Refe
             for p in cursor.properties
             if p.name == COMPACTED_LEDGER_PROPERTY
         )
+    for prop in cursor.cursorProperties:
+        if prop.name.startswith(DELAYED_BUCKET_PREFIX):
+            try:
+                found.append(Reference(int(prop.value), Holder.DELAYED_BUCKET))
+            except ValueError as exc:
+                raise DecodeError(f"cursor property {prop.name}: not a ledger id") from exc
     return found
 
 

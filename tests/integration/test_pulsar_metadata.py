@@ -15,6 +15,7 @@ from deletion.domain.ports import ANY_VERSION, MetadataStore, Node, Stat
 from deletion.domain.references import (
     COMPACTED_LEDGER_PROPERTY,
     COMPACTION_CURSOR,
+    DELAYED_BUCKET_PREFIX,
     Holder,
     Reference,
     managed_ledger_references,
@@ -217,6 +218,10 @@ def test_each_reference_says_what_holds_it(backend: Backend, namespace: Namespac
     compaction = ManagedCursorInfo(cursorsLedgerId=5)
     compaction.properties.add(name=COMPACTED_LEDGER_PROPERTY, value=6)
     backend.metadata.create(f"{path}/{COMPACTION_CURSOR}", compaction.SerializeToString())
+    delayed = ManagedCursorInfo(cursorsLedgerId=-1)
+    delayed.cursorProperties.add(name=f"{DELAYED_BUCKET_PREFIX}_3_7", value="11")
+    delayed.cursorProperties.add(name="#pulsar.internal.other", value="12")  # not a bucket
+    backend.metadata.create(f"{path}/delayed", delayed.SerializeToString())
     writer.write_schema(topic, [8, 9])
 
     found = managed_ledger_references(backend.metadata, path)
@@ -228,6 +233,7 @@ def test_each_reference_says_what_holds_it(backend: Backend, namespace: Namespac
         Reference(4, Holder.MANAGED_CURSOR),
         Reference(5, Holder.MANAGED_CURSOR),
         Reference(6, Holder.COMPACTED),
+        Reference(11, Holder.DELAYED_BUCKET),
     ]
     assert schema_references(backend.metadata, schema_path(topic)) == [
         Reference(8, Holder.SCHEMA_STORAGE),
