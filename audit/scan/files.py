@@ -28,7 +28,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from audit.errors import AuditError
+from audit.errors import AuditError, spark_job
 from audit.schema import INVENTORY_SCHEMA, REFERENCE_SCHEMA
 
 _JSON_SUFFIXES = {".json", ".jsonl", ".ndjson"}
@@ -44,17 +44,58 @@ def is_json(path: Path) -> bool:
 
 
 def check_input(path: Path) -> None:
-    """Refuse a missing or unnamed input file before any Spark work."""
+    """Refuse a missing, unnamed or non-Parquet input before any Spark work (Spark would take
+    half a minute to start, then fail with a JVM stack trace)."""
     if not path.exists():
         raise AuditError(f"no such file: {path}")
     if not (path.is_dir() or path.suffix in _PARQUET_SUFFIXES or path.suffix in _JSON_SUFFIXES):
         raise AuditError(f"{path}: name it *.parquet (or a Parquet directory) or *.jsonl / *.json")
+    if path.is_dir():
+        parts = parquet_parts(path)
+        if not parts:
+            raise AuditError(f"{path}: a directory with no Parquet file in it")
+        for part in parts:
+            _check_parquet(part)
+    elif path.suffix in _PARQUET_SUFFIXES:
+        _check_parquet(path)
+
+
+def parquet_parts(directory: Path) -> list[Path]:
+    """A dataset directory's data files, as Spark lists them: names starting with `_` or `.`
+    (`_SUCCESS`, `.part-0.crc`) are not data; partition directories (`status=orphan`) are."""
+    return sorted(
+        found
+        for found in directory.rglob("*")
+        if found.is_file()
+        and not any(part.startswith(("_", ".")) for part in found.relative_to(directory).parts)
+    )
+
+
+PARQUET_MAGIC = b"PAR1"
+
+
+def _check_parquet(path: Path) -> None:
+    """A Parquet file starts and ends with `PAR1`, the footer's length before the last
+    (apache/parquet-format README, "File format")."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(4)
+            size = file.seek(0, 2)
+            file.seek(max(size - 4, 0))
+            tail = file.read(4)
+    except OSError as exc:
+        raise AuditError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if size < 12 or head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+        raise AuditError(
+            f"{path} is not a Parquet file (no PAR1 at its start and end); a JSON-lines input "
+            "is named *.jsonl"
+        )
 
 
 def _read(spark: SparkSession, path: Path, json_schema: StructType) -> DataFrame:
     check_input(path)
     if not is_json(path):
-        return spark.read.parquet(str(path))
+        return spark_job(f"reading {path}", lambda: spark.read.parquet(str(path)))
     with_corrupt = StructType([*json_schema.fields, StructField(CORRUPT, StringType())])
     return (
         spark.read.schema(with_corrupt)

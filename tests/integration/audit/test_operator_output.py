@@ -166,6 +166,20 @@ def closed_port() -> int:
             ("--references", "{tmp}/inventory.jsonl", "--metrics-file", "{tmp}"),
             "error: --metrics-file {tmp} is a directory; name a *.prom file",
         ),
+        (
+            ("--references", "{tmp}/garbage.parquet"),
+            "error: {tmp}/garbage.parquet is not a Parquet file (no PAR1 at its start and end); "
+            "a JSON-lines input is named *.jsonl",
+        ),
+        (
+            ("--references", "{tmp}/dataset"),
+            "error: {tmp}/dataset/status=orphan/part-1.parquet is not a Parquet file (no PAR1 at "
+            "its start and end); a JSON-lines input is named *.jsonl",
+        ),
+        (
+            ("--references", "{tmp}/empty"),
+            "error: {tmp}/empty: a directory with no Parquet file in it",
+        ),
     ],
     ids=[
         "no embedded store",
@@ -173,12 +187,23 @@ def closed_port() -> int:
         "no references file",
         "no metrics dir",
         "metrics file a dir",
+        "not Parquet",
+        "a dataset part not Parquet",
+        "no Parquet in a directory",
     ],
 )
 def test_inputs_are_checked_before_spark_starts(
     tmp_path: Path, args: tuple[str, ...], expected: str
 ) -> None:
     inventory = write_jsonl(tmp_path / "inventory.jsonl", [ledger(1, OLD, None)])
+    (tmp_path / "garbage.parquet").write_text('{"ledger_id": 1}\n')  # JSON, misnamed
+    # A dataset as Spark writes one: its markers and checksums are no data; one part is bad.
+    part = tmp_path / "dataset" / "status=orphan" / "part-1.parquet"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"PAR1" + b"\0" * 16)  # cut short: no footer
+    (tmp_path / "dataset" / "_SUCCESS").touch()
+    (tmp_path / "dataset" / "status=orphan" / ".part-1.parquet.crc").touch()
+    (tmp_path / "empty").mkdir()
     port = closed_port()
     given = [a.format(port=port, tmp=tmp_path) for a in args]
     done = audit_process("--inventory", str(inventory), *given)
