@@ -41,6 +41,8 @@ class Strike:
     ns: NamespaceName
     work: Work
     holders: list[SidecarProcess]
+    fault_at: float = 0.0
+    gone_after: float | None = None  # seconds from the fault to every leak gone
 
 
 Fault = Callable[[Strike], dict[str, Any]]  # strikes; returns its own figures
@@ -131,8 +133,11 @@ FAULTS: list[tuple[str, tuple[int, ...], int, Fault]] = [
 
 
 def _until_gone(strike: Strike) -> None:
-    leaks, zk = strike.work.leaks, strike.zk
-    wait_until(lambda: not alive(zk, leaks), 600, "every leak deleted", poll=0.5)
+    """Until every leak is gone (the first time: a fault that restarts its victim after)."""
+    if strike.gone_after is None:
+        leaks, zk = strike.work.leaks, strike.zk
+        wait_until(lambda: not alive(zk, leaks), 600, "every leak deleted", poll=0.5)
+        strike.gone_after = time.time() - strike.fault_at
 
 
 def _one(
@@ -147,18 +152,16 @@ def _one(
         start_sidecar(sidecar, [ns], session)
     try:
         holding(holders, made.leaks, zk)
-        fault_at = time.time()
-        strike = Strike(cluster, admin, zk, ns, made, holders)
+        strike = Strike(cluster, admin, zk, ns, made, holders, fault_at=time.time())
         own = strike_it(strike)
         _until_gone(strike)
-        gone = time.time() - fault_at
     finally:
         for sidecar in cluster.sidecars:
             sidecar.stop()
     return {
         "fault": name,
-        **figures(cluster.sidecars, fault_at, made.leaks),
-        "all deleted after (s)": round(gone, 1),
+        **figures(cluster.sidecars, strike.fault_at, made.leaks),
+        "all deleted after (s)": round(strike.gone_after or 0.0, 1),
         **own,
     }
 
