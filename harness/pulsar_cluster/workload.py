@@ -41,8 +41,9 @@ def ledger_path(ledger_id: int) -> str:
 
 
 def alive(zk: KazooClient, ledgers: Iterable[int]) -> set[int]:
-    """Which of `ledgers` still have their metadata in the cluster's ZooKeeper, read raw."""
-    return {ledger for ledger in ledgers if zk.exists(ledger_path(ledger))}
+    """Which of `ledgers` still have their metadata in the cluster's ZooKeeper, read raw; a
+    read that meets a lost connection (a leader election) is retried (kazoo's own retry)."""
+    return {ledger for ledger in ledgers if zk.retry(zk.exists, ledger_path(ledger))}
 
 
 def start_sidecar(
