@@ -28,11 +28,12 @@ from rich.console import Console
 
 from bench._common import render
 from deletion.domain.topics import NamespaceName, TopicName
+from deletion.wire import bookkeeper_metadata as bk
 from harness.java import JavaPrograms
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster, SidecarProcess
 from harness.pulsar_cluster.leaks import enqueue_leaks, plant
-from harness.pulsar_cluster.workload import alive, ledger_path
+from harness.pulsar_cluster.workload import alive
 
 BIG = 1_500_000  # bytes a leak of the audit's measure
 BATCH = 128  # ledgerDeletionBatchSizeOfTwoPhaseDeletion's default
@@ -90,7 +91,7 @@ def _bare_loop(
     leaks = sorted(plant(cluster, java, topic, count))
     started = time.perf_counter()
     for first in range(0, len(leaks), batch):
-        paths = [ledger_path(ledger) for ledger in leaks[first : first + batch]]
+        paths = [bk.ledger_path(ledger) for ledger in leaks[first : first + batch]]
         stats = [zk.get_async(path) for path in paths]
         transaction = zk.transaction()
         for path, read in zip(paths, stats, strict=True):

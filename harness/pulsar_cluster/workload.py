@@ -17,6 +17,7 @@ import pulsar
 from kazoo.client import KazooClient
 
 from deletion.domain.topics import NamespaceName, TopicName
+from deletion.wire import bookkeeper_metadata as bk
 from harness.java import JavaPrograms
 from harness.process import wait_until
 from harness.pulsar_cluster.cluster import PulsarCluster
@@ -34,16 +35,10 @@ def client(cluster: PulsarCluster, log: Path, url: str | None = None) -> pulsar.
     return pulsar.Client(url or cluster.service_url, logger=logger, operation_timeout_seconds=60)
 
 
-def ledger_path(ledger_id: int) -> str:
-    """BookKeeper's hierarchical layout (below 2^31): `%010d` split 2-4-4."""
-    digits = f"{ledger_id:010d}"
-    return f"/ledgers/{digits[:2]}/{digits[2:6]}/L{digits[6:]}"
-
-
 def alive(zk: KazooClient, ledgers: Iterable[int]) -> set[int]:
     """Which of `ledgers` still have their metadata in the cluster's ZooKeeper, read raw; a
     read that meets a lost connection (a leader election) is retried (kazoo's own retry)."""
-    return {ledger for ledger in ledgers if zk.retry(zk.exists, ledger_path(ledger))}
+    return {ledger for ledger in ledgers if zk.retry(zk.exists, bk.ledger_path(ledger))}
 
 
 def start_sidecar(
