@@ -9,6 +9,7 @@ imports, reported as `rss_before_mb`.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import resource
 import threading
@@ -102,15 +103,23 @@ def worker_logged_rate(
     svc: Services, chroot: str, count: int, topics: int, parallelism: int, batch_size: int
 ) -> dict[str, Any]:
     """The worker as in `worker_rate`, logging as `ledger-janitor run` does by default: INFO,
-    one JSON line a deletion, here to a file (this forked child's configuration only)."""
+    a `worked` summary line every 10 s (consumers/log_summary.py), here to a file (this forked
+    child's configuration only)."""
     path = svc.root / f"worker-logged{chroot.replace('/', '-')}.log"
     with path.open("w") as stream:
         logs.configure(logging.INFO, json_output=True, stream=stream)
         logging.getLogger("kazoo").setLevel(logging.ERROR)  # as quiet(): no reconnect chatter
         figures = worker_rate(svc, chroot, count, topics, parallelism, batch_size)
-    with path.open() as lines:
-        deleted = sum('"event": "deleted"' in line for line in lines)
-    return {**figures, "deleted_log_lines": deleted}
+    logs.flush()
+    lines = path.read_text().splitlines()
+    said = [json.loads(line) for line in lines if '"event": "worked"' in line]
+    return {
+        **figures,
+        # The worker's own lines (phase one's seeding logs each enqueue before it starts).
+        "log_lines": sum('"logger": "consumers.' in line for line in lines),
+        "summary_lines": len(said),
+        "deletions_in_summaries": sum(line["deleted"] for line in said),
+    }
 
 
 def worker_config(

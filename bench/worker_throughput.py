@@ -155,7 +155,7 @@ def run(
         "worker_receive_only_per_second": receive_only["per_second"],
         "worker_logged_per_second": best["worker_logged"]["per_second"],
         "worker_logged_ratio_to_slower_raw": best["worker_logged"]["per_second"] / slower,
-        "worker_logged_deleted_log_lines": best["worker_logged"]["deleted_log_lines"],
+        "worker_logged_deletions_in_summaries": best["worker_logged"]["deletions_in_summaries"],
         "sidecars": sidecars,
         "sidecars_per_second": best["sidecars"]["per_second"],
         "sidecars_handled_by_each": best["sidecars"]["handled_by_each"],

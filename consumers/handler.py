@@ -97,8 +97,8 @@ class DeletionHandler:
             with _logging_context(arrival, info):
                 log.warning("handing back for redelivery", error=str(exc))
             return exc
-        if log.is_enabled_for(logging.INFO):
-            log.info(result.outcome.value, reason=result.reason, **_fields(arrival, info))
+        if log.is_enabled_for(logging.DEBUG):  # INFO says a summary: log_summary.py
+            log.debug(result.outcome.value, reason=result.reason, **_fields(arrival, info))
         return result
 
     def _unsettled(
@@ -194,5 +194,10 @@ def _fields(arrival: Arrival, info: PendingDeleteLedgerInfo | DecodeError) -> di
 
 
 def _done(result: Result) -> Result:
-    log.info(result.outcome.value, reason=result.reason)
+    """An archive is said at INFO (rare, and what an admin acts on); a reconsume at DEBUG,
+    counted in the INFO summary (log_summary.py)."""
+    if result.outcome is Outcome.ARCHIVED:
+        log.info(result.outcome.value, reason=result.reason)
+    else:
+        log.debug(result.outcome.value, reason=result.reason)
     return result

@@ -25,6 +25,7 @@ import structlog
 
 from consumers.early import EarlyDeliveryGate
 from consumers.handler import DeletionHandler
+from consumers.log_summary import EVERY_SECONDS, LogSummary
 from consumers.observer import Observer, Observers, WorkerStats
 from consumers.received import Arrival
 from core.errors import JanitorError
@@ -50,6 +51,7 @@ class WorkerSettings:
     refresh_interval_seconds: float = 10.0
     receiver_queue_size: int = 100
     nack_delay_ms: int = 10_000
+    summary_seconds: float = EVERY_SECONDS  # how often the INFO `worked` line (log_summary.py)
 
 
 class DeletionWorker:
@@ -68,7 +70,8 @@ class DeletionWorker:
         self._settings = settings
         self._clock = clock
         self.stats = WorkerStats()
-        self._observer = Observers([self.stats, *observers])
+        self.summary = LogSummary()
+        self._observer = Observers([self.stats, self.summary, *observers])
         self._consumers: dict[NamespaceName, Any] = {}
         self._refused: dict[NamespaceName, pulsar.PulsarException] = {}
         self._gate: EarlyDeliveryGate[Arrival] = EarlyDeliveryGate(settings.max_held_early)
@@ -91,6 +94,7 @@ class DeletionWorker:
             self._start_thread(self._handle_batches, f"deletion-{i}")
         self._start_thread(self._release_due, "early-gate")
         self._start_thread(self._refresh_loop, REFRESHER)
+        self._start_thread(self._summary_loop, "summary")
 
     def _start_thread(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -198,6 +202,10 @@ class DeletionWorker:
                 self.refresh_subscriptions()
             except (JanitorError, pulsar.PulsarException) as exc:
                 log.warning("could not refresh deletion subscriptions", error=str(exc))
+
+    def _summary_loop(self) -> None:
+        while not self._stopping.wait(self._settings.summary_seconds):
+            self.summary.say()
 
     def _receive(self, consumer: Any) -> None:
         """Receive a batch at a time until stopping; what arrives once stopping is left
@@ -342,6 +350,7 @@ class DeletionWorker:
                 waiting_threads=stuck,
                 consumers_closed=closed,
             )
+        self.summary.say()  # the last period: what the in-flight batches did included
         log.info("worker stopped", held_early_left_unacked=len(held))
         return not stuck and closed
 

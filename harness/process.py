@@ -39,6 +39,7 @@ def start_sidecar(metadata_url: str, broker_url: str, **settings: object) -> sub
             "-m",
             "ledger_janitor",
             "run",
+            "-v",  # each message's outcome, the tests' record of what it did (INFO: a summary)
             "--metadata-store",
             metadata_url,
             "--broker-url",

@@ -61,8 +61,10 @@ class SidecarProcess:
         with self.log_path.open("ab") as log:
             log.write(f"--- {time.strftime('%H:%M:%S')} starting {self.name}\n".encode())
             log.flush()
+            # -v: each message's outcome, the scenarios' record of who deleted what.
+            command = ["run", "-v", "-c", str(self.conf), *overrides]
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "ledger_janitor", "run", "-c", str(self.conf), *overrides],
+                [sys.executable, "-m", "ledger_janitor", *command],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                 start_new_session=True,
             )  # fmt: skip

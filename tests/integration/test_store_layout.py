@@ -98,6 +98,7 @@ def start(started: list[Sidecar], store: str, broker: str, **settings: object) -
             "-m",
             "ledger_janitor",
             "run",
+            "-v",  # each message's outcome: what the tests judge
             "--metadata-store",
             store,
             "--broker-url",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import structlog
 from prometheus_client import CollectorRegistry
 
+from consumers.log_summary import NAMED, LogSummary
 from consumers.metrics import WorkerMetrics
 from consumers.observer import Observer, Observers, WorkerStats
 from core.clock import EpochSeconds, MonotonicSeconds
@@ -110,3 +112,41 @@ def test_metrics_read_the_counters_of_the_caches_they_are_given() -> None:
     assert registry.get_sample_value("ledger_janitor_in_use_cache_fetches_total") == 1
     assert registry.get_sample_value("ledger_janitor_in_use_cache_hits_total") == 1
     assert registry.get_sample_value("ledger_janitor_in_use_cache_misses_total") == 1
+
+
+def _deleted(ledger: int) -> Result:
+    return Result(Outcome.DELETED, "", PendingDeleteLedgerInfo(
+        TOPIC, LedgerComponent.MANAGED_LEDGER, LedgerType.LEDGER, ledger))  # fmt: skip
+
+
+def test_the_summary_says_a_period_once_naming_few_deletions_and_nothing_when_idle() -> None:
+    now = [100.0]
+    summary = LogSummary(clock=lambda: now[0])
+    for ledger in (9, 3):
+        summary.on_handled(NS, _deleted(ledger), 0.1)
+    summary.on_handled(ELSEWHERE, Result(Outcome.ALREADY_GONE, "", INFO), 0.1)
+    summary.on_handled(NS, Result(Outcome.RECONSUMED, "too young", INFO), 0.1)
+    summary.on_handed_back(NS, archived=True)
+    summary.on_handed_back(NS, archived=False)
+    now[0] = 110.04
+    with structlog.testing.capture_logs() as said:
+        summary.say()
+        now[0] = 120.0
+        summary.say()  # nothing done since: no line
+    assert said == [{
+        "event": "worked", "log_level": "info", "seconds": 10.0, "deleted": 2,
+        "already_gone": 1, "reconsumed": 1, "archived": 1, "handed_back": 1,
+        "namespaces": ["tenant/elsewhere", "tenant/ns"], "deleted_ledgers": [3, 9],
+    }]  # fmt: skip
+    assert summary.take() is None  # and the period restarted
+
+
+def test_the_summary_counts_many_deletions_without_naming_them() -> None:
+    summary = LogSummary()
+    for ledger in range(NAMED + 5):
+        summary.on_handled(NS, _deleted(ledger), 0.1)
+    taken = summary.take()
+    assert taken is not None and taken["deleted"] == NAMED + 5
+    assert "deleted_ledgers" not in taken
+    summary.on_handled(NS, _deleted(1), 0.1)  # a new period names again
+    assert (summary.take() or {})["deleted_ledgers"] == [1]
