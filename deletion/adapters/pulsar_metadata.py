@@ -18,6 +18,7 @@ from deletion.adapters.layout import (
     policies_path,
     require_namespace,
 )
+from deletion.domain.kinds import cursor_name
 from deletion.domain.ports import ANY_VERSION, Creators, MetadataStore, Stat, TopicLedgers
 from deletion.domain.references import (
     COMPACTED_LEDGER_PROPERTY,
@@ -70,10 +71,11 @@ class MetadataInUseLedgers:
         uuids = {ledger_id: frozenset(named) for ledger_id, named in offloads.items()}
         if walk is None:
             require_namespace(self._store, topic, self._where)
-            return TopicLedgers(topic, False, ids, fetched_at, uuids, Creators(None, {}))
+            return TopicLedgers(topic, False, ids, fetched_at, uuids, Creators(None, {}), {})
         data = [ref.ledger_id for ref in managed if ref.holder is Holder.MANAGED_LEDGER]
         creators = Creators(max(data, default=None), walk.cursor_ledgers)
-        return TopicLedgers(topic, True, ids, fetched_at, uuids, creators)
+        acked = {cursor_name(name): mark for name, mark in walk.mark_deleted.items()}
+        return TopicLedgers(topic, True, ids, fetched_at, uuids, creators, acked)
 
 
 class ManagedLedgerWriter:

@@ -10,7 +10,8 @@ from enum import Enum
 
 from core.clock import EpochSeconds
 from core.errors import DecodeError
-from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain import kinds
+from deletion.domain.message import LedgerComponent, LedgerKind, LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.ports import LedgerRecord, TopicLedgers
 from deletion.domain.topics import NamespaceName, TopicName
 from deletion.wire.offload_context import java_uuid
@@ -74,6 +75,8 @@ def decide_in_use(
        snapshot read now instead of one read after the due time).
     """
     ledger_id, topic = info.ledger_id, info.topic_name
+    if info.kind is LedgerKind.COMPACTED_LEDGER:
+        return Decision(Verdict.REFUSED, kinds.COMPACTED_NOT_RECLAIMED)
     if _referenced(info, snapshot):
         return Decision(
             Verdict.NOT_YET, f"ledger {ledger_id} is still referenced by {topic}", referenced=True
@@ -182,8 +185,11 @@ def decide_recordable(
     its session expired and its put failed. So the deleter uses, with the age rule on, only a
     snapshot read at least that long (`SafetyMargins.settle`) after its own (re)connection to
     the store, which is no earlier than the quorum's return (`LedgerDeleter`). A compacted
-    ledger has no bound at all (phase two of compaction has no timeout), but no message may
-    name one (`check_ownership`: its component is `compacted-ledger`).
+    ledger has no bound at all (phase two of compaction has no timeout): a message naming one
+    (its kind, `LedgerKind.COMPACTED_LEDGER`) is refused in `decide_in_use`. A delayed-delivery
+    bucket snapshot is recorded within the same bounds (a ledger made, then one cursor put),
+    but may be read from memory without being recorded: kinds.bucket_still_read, then the
+    age rule.
 
     `min_ledger_age` 0 turns the age rule off (a store without creation times; the tests'
     just-made ledgers). Then **the creator's own sequence** is the only guard
@@ -201,7 +207,11 @@ def decide_recordable(
     ledger_id = info.ledger_id
     if record is None:
         return Decision(Verdict.SAFE_TO_DELETE, f"ledger {ledger_id} is gone from BookKeeper")
-    if margins.min_ledger_age <= 0:
+    if info.kind is LedgerKind.DELAYED_INDEX_BUCKET:
+        read = kinds.bucket_still_read(info, record, snapshot)
+        if read is not None:
+            return Decision(Verdict.NOT_YET, read)
+    elif margins.min_ledger_age <= 0:
         creator = _creator_may_record(info, record, snapshot)
         if creator is not None:
             return Decision(Verdict.NOT_YET, creator)
@@ -278,7 +288,13 @@ def check_namespace(info: PendingDeleteLedgerInfo, arrived_in: NamespaceName) ->
 def check_ownership(info: PendingDeleteLedgerInfo, record: LedgerRecord) -> Decision | None:
     """The ledger's own custom metadata, written by Pulsar, must name the message's topic.
     A refusal, or None when it does."""
-    for key, value in _expected_items(info.topic_name, info.ledger_component):
+    kind = info.kind
+    expected = (
+        _expected_items(info.topic_name, info.ledger_component)
+        if kind is None
+        else kinds.expected_items(info.topic_name, kind)
+    )
+    for key, value in expected:
         actual = record.metadata_text(key)
         if actual != value:
             return Decision(
@@ -286,7 +302,7 @@ def check_ownership(info: PendingDeleteLedgerInfo, record: LedgerRecord) -> Deci
                 f"ledger {info.ledger_id} metadata {key}={actual!r}, expected {value!r}",
             )
     is_cursor = record.metadata_text(CURSOR_KEY) is not None
-    if is_cursor != (info.ledger_component is LedgerComponent.MANAGED_CURSOR):
+    if kind is None and is_cursor != (info.ledger_component is LedgerComponent.MANAGED_CURSOR):
         return Decision(
             Verdict.REFUSED,
             f"ledger {info.ledger_id} is {'a' if is_cursor else 'not a'} cursor ledger, "

@@ -32,6 +32,30 @@ class LedgerType(str, Enum):
     OFFLOAD_LEDGER = "OFFLOAD_LEDGER"
 
 
+# The record's `properties` key naming a kind of ledger that `ledgerComponent` cannot: an Avro
+# enum cannot grow a symbol without every reader that lacks it failing on the message (Java's
+# `Schema.AVRO(PendingDeleteLedgerInfo.class)` included), while a map entry is read by all.
+KIND_PROPERTY = "ledgerKind"
+
+
+class LedgerKind(str, Enum):
+    """A ledger Pulsar makes besides a topic's data, cursors and schemas, named in the record's
+    properties (KIND_PROPERTY), each with the component it is sent under. That component is
+    chosen so that a reader that does not know the kind (an older ledger-janitor, or any peer
+    that checks the ledger's owner as PIP-186 does) refuses the message rather than deletes:
+    the ledger's own metadata says `component=compacted-ledger` or `delayed-index-bucket`,
+    never the `managed-ledger` that component's check expects (decision.check_ownership)."""
+
+    COMPACTED_LEDGER = "COMPACTED_LEDGER"  # AbstractTwoPhaseCompactor's compacted view
+    DELAYED_INDEX_BUCKET = "DELAYED_INDEX_BUCKET"  # a sealed delayed-delivery bucket snapshot
+
+    @property
+    def component(self) -> LedgerComponent:
+        if self is LedgerKind.COMPACTED_LEDGER:
+            return LedgerComponent.MANAGED_LEDGER  # a copy of the topic's data
+        return LedgerComponent.MANAGED_CURSOR  # a subscription's state
+
+
 @dataclass(frozen=True)
 class PendingDeleteLedgerInfo:
     topic_name: TopicName
@@ -47,6 +71,26 @@ class PendingDeleteLedgerInfo:
             raise DecodeError(f"ledgerId out of range: {self.ledger_id}")
         if self.ledger_type is LedgerType.OFFLOAD_LEDGER and self.context is None:
             raise DecodeError("an OFFLOAD_LEDGER needs its LedgerInfo context")
+        kind = self.kind  # an unknown kind is a decode error
+        if kind is not None and (
+            self.ledger_component is not kind.component or self.ledger_type is not LedgerType.LEDGER
+        ):
+            raise DecodeError(
+                f"a {kind.value} is sent as {kind.component.value} LEDGER, "
+                f"not {self.ledger_component.value} {self.ledger_type.value}"
+            )
+
+    @property
+    def kind(self) -> LedgerKind | None:
+        """The kind the properties name (KIND_PROPERTY); None: the component's own."""
+        text = self.properties.get(KIND_PROPERTY)
+        if text is None:
+            return None
+        try:
+            return LedgerKind(text)
+        except ValueError:
+            known = ", ".join(kind.value for kind in LedgerKind)
+            raise DecodeError(f"unknown {KIND_PROPERTY} {text!r} (known: {known})") from None
 
     @property
     def ledger_info(self) -> ManagedLedgerInfo.LedgerInfo | None:
@@ -61,8 +105,16 @@ class PendingDeleteLedgerInfo:
         return info
 
     def describe(self) -> str:
-        kind = f"{self.ledger_component.value} {self.ledger_type.value}"
+        named = self.kind
+        kind = named.value if named else f"{self.ledger_component.value} {self.ledger_type.value}"
         return f"{kind} {self.ledger_id} of {self.topic_name}"
+
+
+def of_kind(topic: TopicName, kind: LedgerKind, ledger_id: int) -> PendingDeleteLedgerInfo:
+    """A pending deletion of a ledger of `kind`: its component, and the kind in properties."""
+    return PendingDeleteLedgerInfo(
+        topic, kind.component, LedgerType.LEDGER, ledger_id, properties={KIND_PROPERTY: kind.value}
+    )
 
 
 def _load_schema(name: str) -> dict[str, Any]:

@@ -185,6 +185,10 @@ class TopicLedgers:
     # What the creators had recorded; None when the source cannot tell, and then no creator
     # of an existing topic vouches for any ledger.
     creators: Creators | None = None
+    # Each cursor (by the name Pulsar decodes from its znode) and the ledger of its mark-delete
+    # position as its znode records it (-1: none); None when the source cannot read the cursors
+    # (the admin API), and then no delayed-delivery bucket is judged (kinds.bucket_still_read).
+    acked_through: Mapping[str, int] | None = None
 
     def offload_referenced(self, ledger_id: int, uuid: str) -> bool:
         """Whether the offloaded copy `uuid` of the ledger is in use (True when unknown)."""

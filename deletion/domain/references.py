@@ -13,7 +13,7 @@ metadata is "unknown", never "no references".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from google.protobuf.message import DecodeError as ProtobufDecodeError
@@ -92,6 +92,8 @@ class ManagedLedgerWalk:
 
     references: list[Reference]
     cursor_ledgers: dict[str, int]
+    # Each cursor's mark-delete ledger as its znode has it (-1: none), by its znode's name.
+    mark_deleted: dict[str, int] = field(default_factory=dict)
 
 
 def managed_ledger_references(store: MetadataStore, path: str) -> list[Reference] | None:
@@ -109,13 +111,17 @@ def walk_managed_ledger(store: MetadataStore, path: str) -> ManagedLedgerWalk | 
     parse(info, node.data, path)
     found = [_ledger_reference(ledger) for ledger in info.ledgerInfo]
     cursors: dict[str, int] = {}
+    marks: dict[str, int] = {}
     for cursor_name in store.children(path):
         cursor = _cursor(store, f"{path}/{cursor_name}")
         if cursor is None:  # deleted between the listing and the read
             continue
         cursors[cursor_name] = cursor.cursorsLedgerId
+        marks[cursor_name] = (
+            cursor.markDeleteLedgerId if cursor.HasField("markDeleteLedgerId") else -1
+        )
         found.extend(_cursor_references(cursor, cursor_name))
-    return ManagedLedgerWalk(found, cursors)
+    return ManagedLedgerWalk(found, cursors, marks)
 
 
 def _ledger_reference(ledger: ManagedLedgerInfo.LedgerInfo) -> Reference:

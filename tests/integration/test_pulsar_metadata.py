@@ -384,3 +384,23 @@ def test_the_snapshot_time_is_taken_before_its_reads(
     source = MetadataInUseLedgers(ticking, clock=ticking.clock)  # type: ignore[arg-type]
     assert source.fetch(seeded.topic).fetched_at == 1000.0
     assert ticking.now > 1000.0
+
+
+def test_each_cursor_says_how_far_it_acknowledged_by_its_decoded_name(
+    backend: Backend, namespace: NamespaceName
+) -> None:
+    """What a bucket snapshot ledger is judged on (deletion/domain/kinds.py): each cursor's
+    mark-delete ledger as its znode has it, by the name a bucket ledger's metadata gives it
+    (Pulsar stores a subscription's cursor under `Codec.encode` of its name)."""
+    topic = TopicName(namespace, "delayed")
+    writer = ManagedLedgerWriter(backend.metadata)
+    writer.write(topic, [3, 4], None)
+    path = managed_ledger_path(topic)
+    acked = ManagedCursorInfo(cursorsLedgerId=9, markDeleteLedgerId=4, markDeleteEntryId=2)
+    backend.metadata.create(f"{path}/sub+one%2Fa", acked.SerializeToString())
+    fresh = ManagedCursorInfo(cursorsLedgerId=-1)  # no position recorded yet
+    backend.metadata.create(f"{path}/fresh", fresh.SerializeToString())
+    found = in_use(backend).fetch(topic)
+    assert found.acked_through == {"sub one/a": 4, "fresh": -1}
+    absent = in_use(backend).fetch(TopicName(namespace, "never"))
+    assert absent.acked_through == {}  # no topic, no cursor: none can read a bucket
