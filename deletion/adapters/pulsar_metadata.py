@@ -75,7 +75,7 @@ class MetadataInUseLedgers:
         data = [ref.ledger_id for ref in managed if ref.holder is Holder.MANAGED_LEDGER]
         creators = Creators(max(data, default=None), walk.cursor_ledgers)
         acked = {cursor_name(name): mark for name, mark in walk.mark_deleted.items()}
-        return TopicLedgers(topic, True, ids, fetched_at, uuids, creators, acked)
+        return TopicLedgers(topic, True, ids, fetched_at, uuids, creators, acked, walk.compacted)
 
 
 class ManagedLedgerWriter:

@@ -75,8 +75,6 @@ def decide_in_use(
        snapshot read now instead of one read after the due time).
     """
     ledger_id, topic = info.ledger_id, info.topic_name
-    if info.kind is LedgerKind.COMPACTED_LEDGER:
-        return Decision(Verdict.REFUSED, kinds.COMPACTED_NOT_RECLAIMED)
     if _referenced(info, snapshot):
         return Decision(
             Verdict.NOT_YET, f"ledger {ledger_id} is still referenced by {topic}", referenced=True
@@ -185,11 +183,11 @@ def decide_recordable(
     its session expired and its put failed. So the deleter uses, with the age rule on, only a
     snapshot read at least that long (`SafetyMargins.settle`) after its own (re)connection to
     the store, which is no earlier than the quorum's return (`LedgerDeleter`). A compacted
-    ledger has no bound at all (phase two of compaction has no timeout): a message naming one
-    (its kind, `LedgerKind.COMPACTED_LEDGER`) is refused in `decide_in_use`. A delayed-delivery
-    bucket snapshot is recorded within the same bounds (a ledger made, then one cursor put),
-    but may be read from memory without being recorded: kinds.bucket_still_read, then the
-    age rule.
+    ledger has no bound in time at all (phase two of compaction has no timeout), but one in
+    position: kinds.compacted_still_recordable, then the age rule. A delayed-delivery bucket
+    snapshot is recorded within the same bounds as the others (a ledger made, then one cursor
+    put), but may be read from memory without being recorded: kinds.bucket_still_read, then
+    the age rule.
 
     `min_ledger_age` 0 turns the age rule off (a store without creation times; the tests'
     just-made ledgers). Then **the creator's own sequence** is the only guard
@@ -207,10 +205,15 @@ def decide_recordable(
     ledger_id = info.ledger_id
     if record is None:
         return Decision(Verdict.SAFE_TO_DELETE, f"ledger {ledger_id} is gone from BookKeeper")
-    if info.kind is LedgerKind.DELAYED_INDEX_BUCKET:
-        read = kinds.bucket_still_read(info, record, snapshot)
-        if read is not None:
-            return Decision(Verdict.NOT_YET, read)
+    kind = info.kind
+    if kind is not None:  # rules of its own, then the age rule as for every ledger
+        why = (
+            kinds.bucket_still_read(info, record, snapshot)
+            if kind is LedgerKind.DELAYED_INDEX_BUCKET
+            else kinds.compacted_still_recordable(info, snapshot)
+        )
+        if why is not None:
+            return Decision(Verdict.NOT_YET, why)
     elif margins.min_ledger_age <= 0:
         creator = _creator_may_record(info, record, snapshot)
         if creator is not None:

@@ -23,10 +23,25 @@ cursor property names is not read by anyone once
 Either way the age rule still applies (decision.decide_age): a bucket being sealed right now
 is young. A source that cannot read the cursors' znodes (the admin API) cannot tell.
 
-**Compacted ledgers**: which one a topic reads is the `__compaction` cursor's property, in its
-znode only once the cursor closes, and phase two of a compaction has no time-out: only the
-topic's broker can tell a compaction's ledger in progress from a leftover. Refused for now
-(archived, with the reason), never deleted.
+**Compacted ledgers** (pulsar-broker/src/main/java/org/apache/pulsar/compaction/
+AbstractTwoPhaseCompactor.java): phase two creates the ledger (custom metadata
+`component=compacted-ledger`, `pulsar/compactedTopic`), writes it, closes it, then records it
+by a cumulative acknowledgement of the `__compaction` cursor at `lastReadId`, the last
+message phase one read, carrying the property `CompactedTopicLedger` = the ledger. The topic
+reads the ledger of the latest such acknowledgement. Phase two has no time-out, and a
+compaction started on one broker acknowledges through the topic's owner of the moment, so
+neither the age rule nor one broker's compaction status bounds it. What does: the cursor's
+mark-delete position never moves back (ManagedCursorImpl.setAcknowledgedPosition refuses a
+position below it), and `lastReadId` lies in a data ledger that existed when phase one read
+it, so before the compacted ledger was created, so below its id (BookKeeper hands out ids in
+increasing order). So a compacted ledger `C` that no reference names is never recorded, and
+is not the one the topic reads, once the `__compaction` cursor's znode shows a later
+compaction recorded (its `CompactedTopicLedger` names another ledger) at a mark-delete
+position in a ledger **above `C`**: `C`'s own acknowledgement would be below it. The znode
+may lag the cursor's ledger (it is written when the cursor switches ledgers or closes), never
+lead it: a lagging one only keeps `C` longer. A topic without a `__compaction` cursor (never
+compacted, compaction unsubscribed, or the topic deleted) records no compacted ledger; the
+age rule still applies, as everywhere.
 """
 
 from __future__ import annotations
@@ -35,18 +50,13 @@ from urllib.parse import unquote_plus
 
 from deletion.domain.message import LedgerKind, PendingDeleteLedgerInfo
 from deletion.domain.ports import LedgerRecord, TopicLedgers
-from deletion.domain.references import DELAYED_BUCKET_PREFIX
+from deletion.domain.references import COMPACTION_CURSOR, DELAYED_BUCKET_PREFIX
 from deletion.domain.topics import TopicName
 
 BUCKET_TOPIC = "pulsar/delayedIndexTopic"
 BUCKET_CURSOR = "pulsar/delayedIndexCursor"
 BUCKET_KEY = "pulsar/delayedIndexBucketKey"
 COMPACTED_TOPIC = "pulsar/compactedTopic"
-
-COMPACTED_NOT_RECLAIMED = (
-    "compacted ledgers are not reclaimed yet: only the topic's broker can tell a running "
-    "compaction's ledger from a leftover"
-)
 
 
 def expected_items(topic: TopicName, kind: LedgerKind) -> tuple[tuple[str, str], ...]:
@@ -96,6 +106,25 @@ def bucket_still_read(
         f"not past the bucket's range ending at {end}: its tracker may still read ledger "
         f"{ledger_id}"
     )
+
+
+def compacted_still_recordable(info: PendingDeleteLedgerInfo, snapshot: TopicLedgers) -> str | None:
+    """Why a compacted ledger that `snapshot` does not reference may still be recorded or read
+    as its topic's compacted view, or None if it cannot be (see the module's docstring)."""
+    ledger_id, topic = info.ledger_id, info.topic_name
+    acked = snapshot.acked_through
+    if acked is None:
+        return f"the in-use source cannot read {topic}'s __compaction cursor"
+    if COMPACTION_CURSOR not in acked:
+        return None  # nothing records a compacted ledger for the topic
+    mark, named = acked[COMPACTION_CURSOR], snapshot.compacted
+    if named is None or named == ledger_id or mark <= ledger_id:
+        return (
+            f"the __compaction cursor of {topic} has recorded no later compaction at a position "
+            f"above ledger {ledger_id} (its znode: compacted ledger {named}, acknowledged up to "
+            f"ledger {mark}): a compaction that wrote it may still record it"
+        )
+    return None
 
 
 def _bucket_end(key: str) -> int | None:

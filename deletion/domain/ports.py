@@ -189,6 +189,9 @@ class TopicLedgers:
     # position as its znode records it (-1: none); None when the source cannot read the cursors
     # (the admin API), and then no delayed-delivery bucket is judged (kinds.bucket_still_read).
     acked_through: Mapping[str, int] | None = None
+    # The compacted ledger the `__compaction` cursor's znode names (it may lag the cursor's
+    # ledger); None: none named, or a source that cannot read it.
+    compacted: int | None = None
 
     def offload_referenced(self, ledger_id: int, uuid: str) -> bool:
         """Whether the offloaded copy `uuid` of the ledger is in use (True when unknown)."""

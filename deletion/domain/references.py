@@ -94,6 +94,8 @@ class ManagedLedgerWalk:
     cursor_ledgers: dict[str, int]
     # Each cursor's mark-delete ledger as its znode has it (-1: none), by its znode's name.
     mark_deleted: dict[str, int] = field(default_factory=dict)
+    # The compacted ledger the `__compaction` cursor's znode names (None: no such property).
+    compacted: int | None = None
 
 
 def managed_ledger_references(store: MetadataStore, path: str) -> list[Reference] | None:
@@ -112,6 +114,7 @@ def walk_managed_ledger(store: MetadataStore, path: str) -> ManagedLedgerWalk | 
     found = [_ledger_reference(ledger) for ledger in info.ledgerInfo]
     cursors: dict[str, int] = {}
     marks: dict[str, int] = {}
+    compacted = None
     for cursor_name in store.children(path):
         cursor = _cursor(store, f"{path}/{cursor_name}")
         if cursor is None:  # deleted between the listing and the read
@@ -120,8 +123,12 @@ def walk_managed_ledger(store: MetadataStore, path: str) -> ManagedLedgerWalk | 
         marks[cursor_name] = (
             cursor.markDeleteLedgerId if cursor.HasField("markDeleteLedgerId") else -1
         )
-        found.extend(_cursor_references(cursor, cursor_name))
-    return ManagedLedgerWalk(found, cursors, marks)
+        references = _cursor_references(cursor, cursor_name)
+        compacted = next(
+            (r.ledger_id for r in references if r.holder is Holder.COMPACTED), compacted
+        )
+        found.extend(references)
+    return ManagedLedgerWalk(found, cursors, marks, compacted)
 
 
 def _ledger_reference(ledger: ManagedLedgerInfo.LedgerInfo) -> Reference:
@@ -167,9 +174,8 @@ def _cursor_references(cursor: ManagedCursorInfo, cursor_name: str) -> list[Refe
     if cursor.cursorsLedgerId >= 0:
         found.append(Reference(cursor.cursorsLedgerId, Holder.MANAGED_CURSOR))
     if cursor_name == COMPACTION_CURSOR:
-        # Best effort: the latest value may sit in the cursor ledger, out of reach here;
-        # compacted ledgers are never deletable through a managed-ledger message anyway,
-        # since their metadata says component=compactor.
+        # The znode's value may lag the cursor ledger's: a compacted ledger is deleted only
+        # once this znode shows a later compaction recorded (deletion/domain/kinds.py).
         found.extend(
             Reference(p.value, Holder.COMPACTED)
             for p in cursor.properties

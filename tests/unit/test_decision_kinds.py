@@ -1,7 +1,7 @@
 """Pending deletions that name a kind of ledger (`ledgerKind` in the record's properties):
 the message stays Java's `PendingDeleteLedgerInfo`, a reader that lacks the kind refuses it,
-a bucket snapshot ledger goes only once no tracker can read it, and a compacted ledger is
-refused, never deleted (deletion/domain/kinds.py)."""
+a bucket snapshot ledger goes only once no tracker can read it, a compacted ledger only once a
+later compaction is recorded above it (deletion/domain/kinds.py)."""
 
 from __future__ import annotations
 
@@ -148,12 +148,62 @@ def test_a_recorded_bucket_is_kept_and_a_young_one_waits_for_the_age_rule() -> N
     assert malformed.verdict is Verdict.NOT_YET and "names no cursor or range" in malformed.reason
 
 
-def test_a_compacted_ledger_is_refused_whatever_the_snapshot_says() -> None:
-    compacted = of_kind(TOPIC, LedgerKind.COMPACTED_LEDGER, 41)
-    for taken in (snapshot({}), snapshot({}, frozenset({41}))):
-        decision = decide_in_use(compacted, taken, DUE)
-        assert decision.verdict is Verdict.REFUSED and "not reclaimed yet" in decision.reason
+COMPACTED = of_kind(TOPIC, LedgerKind.COMPACTED_LEDGER, 41)
+
+
+def compacted_record(age: float = 3600) -> LedgerRecord:
+    """As AbstractTwoPhaseCompactor writes it (LedgerMetadataUtils)."""
+    metadata = {
+        "application": b"pulsar",
+        "component": b"compacted-ledger",
+        "pulsar/compactedTopic": TOPIC.full_name.encode(),
+        "pulsar/compactedTo": b"\x08\x05\x10\x03",  # MessageIdData 5:3
+    }
+    return LedgerRecord(41, metadata, round((DUE - age) * 1000), 1)
+
+
+def compaction(
+    mark: int | None, named: int | None, referenced: frozenset[int] = frozenset()
+) -> TopicLedgers:
+    """The topic as its metadata shows it: the __compaction cursor's znode (absent: `mark`
+    None), acknowledged up to ledger `mark`, naming compacted ledger `named`."""
+    acked = {} if mark is None else {"__compaction": mark}
+    ids = frozenset({5, 44}) | referenced
+    return TopicLedgers(
+        TOPIC, True, ids, DUE, creators=Creators(44, {}), acked_through=acked, compacted=named
+    )
+
+
+@pytest.mark.parametrize(
+    ("taken", "verdict", "why"),
+    [
+        # A later compaction recorded ledger 43, acknowledged in data ledger 44, above 41.
+        (compaction(44, 43), Verdict.SAFE_TO_DELETE, "unreferenced and 3590s old"),
+        (compaction(None, None), Verdict.SAFE_TO_DELETE, "unreferenced"),  # no __compaction
+        (compaction(41, 43), Verdict.NOT_YET, "acknowledged up to ledger 41"),  # not above 41
+        (compaction(40, 43), Verdict.NOT_YET, "may still record it"),
+        (compaction(44, None), Verdict.NOT_YET, "compacted ledger None"),  # in its ledger only
+        (compaction(44, 41, frozenset({41})), Verdict.NOT_YET, "still referenced"),  # the live one
+    ],
+)
+def test_a_compacted_ledger_goes_once_a_later_compaction_is_recorded_above_it(
+    taken: TopicLedgers, verdict: Verdict, why: str
+) -> None:
+    first = decide_in_use(COMPACTED, taken, DUE)
+    decision = first
+    if first.verdict is Verdict.SAFE_TO_DELETE:
+        assert check_ownership(COMPACTED, compacted_record()) is None
+        decision = decide_recordable(COMPACTED, compacted_record(), taken, AGE_RULE)
+    assert decision.verdict is verdict and why in decision.reason, decision
+
+
+def test_a_compacted_ledger_needs_its_cursors_read_and_the_age_rule() -> None:
+    admin = TopicLedgers(TOPIC, True, frozenset({5}), DUE)  # the admin API: no cursors' znodes
+    blind = decide_recordable(COMPACTED, compacted_record(), admin, AGE_RULE)
+    assert blind.verdict is Verdict.NOT_YET and "cannot read" in blind.reason
+    young = decide_recordable(COMPACTED, compacted_record(age=60), compaction(44, 43), AGE_RULE)
+    assert young.verdict is Verdict.NOT_YET and "too young" in young.reason
     metadata = pulsar_custom_metadata(TOPIC, LedgerComponent.MANAGED_LEDGER)
     record = LedgerRecord(41, metadata, 0, 1)  # a data ledger named as compacted: not its
-    refused = check_ownership(compacted, record)
+    refused = check_ownership(COMPACTED, record)
     assert refused is not None and "component='managed-ledger'" in refused.reason
