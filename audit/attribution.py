@@ -5,6 +5,12 @@ it creates; a managed-ledger or cursor ledger also names its managed ledger
 (`pulsar/managed-ledger=tenant/ns/persistent/<encoded local name>`, a cursor ledger adds
 `pulsar/cursor`), a schema ledger its schema id (`pulsar/schemaId=tenant/ns/<encoded name>`).
 
+A compacted ledger names its topic in full (`pulsar/compactedTopic=persistent://tenant/ns/
+<local name>`), and so does a delayed-delivery bucket snapshot (`pulsar/delayedIndexTopic`):
+their `component` column is their kind (message.LedgerKind), which the enqueue step carries in
+the message's properties. A compacted ledger is attributable only once its topic's broker said
+the topic reads another (audit.compaction); the worker then checks the rest (kinds.py).
+
 A ledger is attributable only when these name a topic exactly as Pulsar spells it, so that
 the worker's ownership check (`deletion.domain.decision.check_ownership`) will accept the message:
 Spark's `url_encode`/`url_decode` are Java's URLEncoder/URLDecoder, the functions Pulsar
@@ -21,11 +27,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
 from audit.schema import FOREIGN, UNATTRIBUTABLE, UNKNOWN
-from deletion.domain.message import LedgerComponent
+from deletion.domain.message import LedgerComponent, LedgerKind
 
 _PART: Final = r"[-=:.\w]+"  # Pulsar's NamedEntity rule; Java's \w is ASCII-only
 _ML_NAME: Final = rf"^({_PART})/({_PART})/persistent/([^/]+)$"
 _SCHEMA_ID: Final = rf"^({_PART})/({_PART})/([^/]+)$"
+_FULL_NAME: Final = rf"^persistent://({_PART})/({_PART})/([^/]+)$"  # as TopicName.toString
 # Java's TopicName.getPartitionIndex: canonical digits of an int (`t-partition-01` is no
 # partition); the int bound is checked after the match.
 _PARTITION: Final = r".-partition-(0|[1-9][0-9]{0,9})$"
@@ -41,20 +48,22 @@ _KEYS: Final = {
     "meta_managed_ledger": "pulsar/managed-ledger",
     "meta_cursor": "pulsar/cursor",
     "meta_schema_id": "pulsar/schemaId",
+    "meta_compacted_topic": "pulsar/compactedTopic",
+    "meta_bucket_topic": "pulsar/delayedIndexTopic",
 }
 # A compacted ledger its topic's broker said the topic no longer reads (audit.compaction).
 STALE_COMPACTED: Final = "compaction_stale"
 KEY_COLUMNS: Final = (UNREADABLE, STALE_COMPACTED, *_KEYS)
 COMPACTED_LEDGER: Final = "compacted-ledger"  # the component Pulsar's compactor writes
+BUCKET_LEDGER: Final = "delayed-index-bucket"  # BookkeeperBucketSnapshotStorage's
 
 
 _UNKNOWN_COMPACTED: Final = (
     "a compacted ledger: its topic's __compaction cursor records the current one in the "
     "cursor's own ledger, out of the metadata's reach, and no broker said (webServiceUrl)"
 )
-_STALE_COMPACTED: Final = (
-    "a compacted ledger its topic no longer reads (its broker said); "
-    "the protocol does not delete compacted ledgers"
+_UNNAMED_KIND: Final = (
+    "its topic (pulsar/compactedTopic or pulsar/delayedIndexTopic) is not a topic name"
 )
 
 
@@ -107,16 +116,25 @@ def attribute_keys(ledgers: DataFrame) -> DataFrame:
         _meta("pulsar/schemaId"),
     )
     is_ml, is_schema = component == "managed-ledger", component == "schema"
+    is_compacted, is_bucket = component == COMPACTED_LEDGER, component == BUCKET_LEDGER
+    stale = sf.col(STALE_COMPACTED)
+    # Of a kind, and enqueueable as such: a bucket, or a compacted ledger its broker disowned.
+    is_kind = is_bucket | (is_compacted & stale)
+    full_name = sf.when(is_compacted, _meta("pulsar/compactedTopic")).otherwise(
+        _meta("pulsar/delayedIndexTopic")
+    )
     ml_parts = _name_parts(managed_ledger, _ML_NAME)
     schema_parts = _name_parts(schema_id, _SCHEMA_ID)
+    kind_parts = _name_parts(full_name, _FULL_NAME)
     tenant, namespace, encoded = (
-        sf.when(is_ml, ml).when(is_schema, schema)
-        for ml, schema in zip(ml_parts, schema_parts, strict=True)
+        sf.when(is_ml, ml).when(is_schema, schema).when(is_kind, kind)
+        for ml, schema, kind in zip(ml_parts, schema_parts, kind_parts, strict=True)
     )
-    local = sf.try_url_decode(encoded)
+    # A full name is not encoded; the others are, and must survive the round trip.
+    local = sf.when(is_kind, encoded).otherwise(sf.try_url_decode(encoded))
     well_named = (
         (encoded != "")
-        & (sf.url_encode(local) == encoded)
+        & (is_kind | (sf.url_encode(local) == encoded))
         & ~local.isin("", ".", "..")
         & ~local.contains("/")
         & ~tenant.isin(".", "..")
@@ -126,11 +144,14 @@ def attribute_keys(ledgers: DataFrame) -> DataFrame:
         sf.regexp_extract(local, _PARTITION, 1).cast("long") <= _MAX_PARTITION
     )
     is_pulsar = application == "pulsar"
-    stale = sf.col(STALE_COMPACTED)
-    unknown = sf.coalesce(is_pulsar & (component == COMPACTED_LEDGER) & ~stale, sf.lit(False))
+    unknown = sf.coalesce(is_pulsar & is_compacted & ~stale, sf.lit(False))
     attributable = sf.coalesce(
         is_pulsar
-        & ((is_ml & managed_ledger.isNotNull()) | (is_schema & schema_id.isNotNull()))
+        & (
+            (is_ml & managed_ledger.isNotNull())
+            | (is_schema & schema_id.isNotNull())
+            | (is_kind & full_name.isNotNull())
+        )
         & ~(is_schema & (cursor.isNotNull() | is_partition))
         & well_named,
         sf.lit(False),
@@ -140,7 +161,7 @@ def attribute_keys(ledgers: DataFrame) -> DataFrame:
         .when(~sf.coalesce(is_pulsar, sf.lit(False)), "no application=pulsar")
         .when(component.isNull(), "no component")
         .when(unknown, _UNKNOWN_COMPACTED)
-        .when(component == COMPACTED_LEDGER, _STALE_COMPACTED)
+        .when(is_kind, _UNNAMED_KIND)
         .when(
             ~(is_ml | is_schema),
             sf.concat(sf.lit("component "), component, sf.lit(" is not deletable by the protocol")),
@@ -155,7 +176,9 @@ def attribute_keys(ledgers: DataFrame) -> DataFrame:
     )
     foreign = ~sf.col(UNREADABLE) & ~sf.coalesce(is_pulsar, sf.lit(False))
     ledger_component = (
-        sf.when(is_schema, sf.lit(LedgerComponent.SCHEMA_STORAGE.value))
+        sf.when(is_compacted, sf.lit(LedgerKind.COMPACTED_LEDGER.value))
+        .when(is_bucket, sf.lit(LedgerKind.DELAYED_INDEX_BUCKET.value))
+        .when(is_schema, sf.lit(LedgerComponent.SCHEMA_STORAGE.value))
         .when(cursor.isNotNull(), sf.lit(LedgerComponent.MANAGED_CURSOR.value))
         .otherwise(sf.lit(LedgerComponent.MANAGED_LEDGER.value))
     )

@@ -14,7 +14,13 @@ from typing import Protocol
 from audit.errors import AuditError
 from core.errors import JanitorError
 from deletion.domain.decision import check_ownership
-from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.message import (
+    KIND_PROPERTY,
+    LedgerComponent,
+    LedgerKind,
+    LedgerType,
+    PendingDeleteLedgerInfo,
+)
 from deletion.domain.ports import LedgerRecord
 from deletion.domain.topics import NamespaceName, TopicName
 
@@ -39,15 +45,17 @@ def pending_deletion(row: OrphanRow) -> PendingDeleteLedgerInfo:
     """The message for one orphan, refused unless the worker would accept its ownership."""
     if row.topic is None or row.component is None or row.custom_metadata is None:
         raise AuditError(f"orphan {row.ledger_id} is not attributed")
+    kinds = {kind.value: kind for kind in LedgerKind}
     try:
         topic = TopicName.parse(row.topic)
+        kind = kinds.get(row.component)  # a kind of its own: its component, and the property
         info = PendingDeleteLedgerInfo(
             topic,
-            LedgerComponent(row.component),
+            kind.component if kind else LedgerComponent(row.component),
             LedgerType.LEDGER,
             row.ledger_id,
             check_ledger_still_in_use=True,
-            properties=AUDIT_PROPERTIES,
+            properties={**AUDIT_PROPERTIES, **({KIND_PROPERTY: kind.value} if kind else {})},
         )
     except (JanitorError, ValueError) as exc:
         raise AuditError(f"orphan {row.ledger_id}: {exc}") from exc

@@ -14,7 +14,13 @@ from rich.text import Text
 
 from config import describe
 from core.errors import JanitorError
-from deletion.domain.message import LedgerComponent, LedgerType, PendingDeleteLedgerInfo
+from deletion.domain.message import (
+    KIND_PROPERTY,
+    LedgerComponent,
+    LedgerKind,
+    LedgerType,
+    PendingDeleteLedgerInfo,
+)
 from deletion.domain.topics import TopicName
 from ledger_janitor import __version__
 from ledger_janitor.commands.archive import archive_app
@@ -139,8 +145,17 @@ def enqueue(
         list[int], typer.Argument(metavar="LEDGER_ID", help="Ledger ids to delete.")
     ],
     component: Annotated[
-        LedgerComponent, typer.Option(help="Which part of the topic owns them.")
-    ] = (LedgerComponent.MANAGED_LEDGER),
+        LedgerComponent | None,
+        typer.Option(help="Which part of the topic owns them.  [default: MANAGED_LEDGER]"),
+    ] = None,
+    kind: Annotated[
+        LedgerKind | None,
+        typer.Option(
+            help="Ledgers of another kind: COMPACTED_LEDGER (a compacted view) or "
+            "DELAYED_INDEX_BUCKET (a delayed-delivery bucket snapshot), sent under their own "
+            "component with ledgerKind in the message's properties. Not with --component."
+        ),
+    ] = None,
     skip_in_use_check: Annotated[
         bool,
         typer.Option(
@@ -162,13 +177,18 @@ def enqueue(
     enqueue those again); 2: none was, or an error (one `error:` line).
     """
     parsed = TopicName.parse(topic)
+    if kind is not None and component is not None:
+        raise JanitorError(
+            f"--kind {kind.value} is sent as {kind.component.value}: drop --component"
+        )
     infos = [
         PendingDeleteLedgerInfo(
             parsed,
-            component,
+            kind.component if kind else component or LedgerComponent.MANAGED_LEDGER,
             LedgerType.LEDGER,
             ledger_id,
             check_ledger_still_in_use=not skip_in_use_check,
+            properties={KIND_PROPERTY: kind.value} if kind else {},
         )
         for ledger_id in ledger_ids
     ]

@@ -17,7 +17,7 @@ from audit.attribution import attribute
 from audit.enqueue import pending_deletion
 from audit.schema import INVENTORY_SCHEMA
 from deletion.domain.decision import pulsar_custom_metadata
-from deletion.domain.message import LedgerComponent
+from deletion.domain.message import LedgerComponent, LedgerKind
 from deletion.domain.topics import NamespaceName, TopicName
 
 TRICKY = [
@@ -81,20 +81,40 @@ def test_every_pulsar_spelled_name_is_attributed_as_the_worker_checks_it(
         assert info.check_ledger_still_in_use
 
 
-def test_a_compacted_ledger_is_unknown_unless_its_broker_said_its_topic_no_longer_reads_it(
+def test_compacted_and_bucket_ledgers_are_attributed_by_kind_to_the_topic_they_name(
     spark: SparkSession,
 ) -> None:
     """Whether a topic reads a compacted ledger, its metadata may not say (audit.compaction):
-    unknown; once its broker said the topic reads another, unattributable (listed, never
-    enqueued). Neither is ever an orphan."""
-    meta = {"application": "pulsar", "component": "compacted-ledger",
-            "pulsar/compactedTopic": "persistent://acme/orders/prices"}  # fmt: skip
+    unknown, never an orphan, until its broker said the topic reads another; then it is
+    attributed by its kind, as a delayed-delivery bucket snapshot is, to the topic it names in
+    full, and enqueued with its kind (the worker checks the rest: deletion/domain/kinds.py)."""
+    compacted = {"application": "pulsar", "component": "compacted-ledger",
+                 "pulsar/compactedTopic": "persistent://acme/orders/prices"}  # fmt: skip
+    bucket = {"application": "pulsar", "component": "delayed-index-bucket",
+              "pulsar/delayedIndexTopic": "persistent://acme/orders/late events-partition-3",
+              "pulsar/delayedIndexCursor": "sub", "pulsar/delayedIndexBucketKey": "k"}  # fmt: skip
+    unnamed = {**bucket, "pulsar/delayedIndexTopic": "acme/orders/late"}  # not in full
     foreign = {"component": "compacted-ledger"}
+    rows = [compacted, compacted, foreign, bucket, unnamed]
     frame = spark.createDataFrame(
-        [(1, 0, meta, None), (2, 0, meta, None), (3, 0, foreign, None)], INVENTORY_SCHEMA
+        [(i, 0, meta, None) for i, meta in enumerate(rows, start=1)], INVENTORY_SCHEMA
     )
     found = {row["ledger_id"]: row for row in attribute(frame, stale_compacted=[2]).collect()}
     assert found[1]["kind"] == "unknown" and "no broker said" in found[1]["reason"]
-    assert found[2]["kind"] == "unattributable" and "its broker said" in found[2]["reason"]
+    assert found[1]["topic"] is None  # never enqueued
     assert found[3]["kind"] == "foreign"
-    assert all(found[i]["topic"] is None for i in (1, 2, 3))  # nothing is ever enqueued
+    assert found[5]["kind"] == "unattributable" and "not a topic name" in found[5]["reason"]
+    expected = {
+        2: (TopicName(NamespaceName("acme", "orders"), "prices"), LedgerKind.COMPACTED_LEDGER),
+        4: (
+            TopicName(NamespaceName("acme", "orders"), "late events-partition-3"),
+            LedgerKind.DELAYED_INDEX_BUCKET,
+        ),
+    }
+    for ledger_id, (topic, kind) in expected.items():
+        row = found[ledger_id]
+        assert (row["kind"], row["reason"]) == (None, None), row
+        assert (row["topic"], row["component"]) == (str(topic), kind.value)
+        info = pending_deletion(row)  # the worker's own check_ownership, applied up front
+        assert (info.topic_name, info.kind, info.ledger_component) == (topic, kind, kind.component)
+        assert info.properties["origin"] == "ledger-janitor-audit"

@@ -7,6 +7,7 @@ import java.util.Map;
 import org.apache.bookkeeper.client.BookKeeper;
 import org.apache.bookkeeper.client.LedgerHandle;
 import org.apache.bookkeeper.conf.ClientConfiguration;
+import org.apache.pulsar.client.impl.MessageIdImpl;
 
 /**
  * What a broker that crashed between creating a ledger and recording it leaves behind: ledgers
@@ -14,6 +15,10 @@ import org.apache.bookkeeper.conf.ClientConfiguration;
  * (LedgerMetadataUtils), filled with entries, closed, and recorded nowhere.
  *
  *   LeakMaker ZK_HOSTS MANAGED_LEDGER_NAME CURSOR_OR_DASH COUNT BYTES_EACH
+ *
+ * A full topic name (persistent://tenant/ns/topic) for MANAGED_LEDGER_NAME makes compacted
+ * ledgers of that topic instead, as AbstractTwoPhaseCompactor makes them: what a compaction
+ * interrupted after its phase two created its ledger leaves (CURSOR_OR_DASH is then ignored).
  *
  * ZK_HOSTS as ZooKeeper's clients write them (host:port,host:port); BookKeeper's metadata
  * service URI separates an ensemble's servers with ';' instead (its URI's authority cannot
@@ -30,10 +35,16 @@ public final class LeakMaker {
                 .setMetadataServiceUri("zk+hierarchical://" + args[0].replace(',', ';') + "/ledgers");
         Map<String, byte[]> metadata = new HashMap<>();
         metadata.put("application", bytes("pulsar"));
-        metadata.put("component", bytes("managed-ledger"));
-        metadata.put("pulsar/managed-ledger", bytes(args[1]));
-        if (!"-".equals(args[2])) {
-            metadata.put("pulsar/cursor", bytes(args[2]));
+        if (args[1].startsWith("persistent://")) {
+            metadata.put("component", bytes("compacted-ledger"));
+            metadata.put("pulsar/compactedTopic", bytes(args[1]));
+            metadata.put("pulsar/compactedTo", new MessageIdImpl(0, 0, -1).toByteArray());
+        } else {
+            metadata.put("component", bytes("managed-ledger"));
+            metadata.put("pulsar/managed-ledger", bytes(args[1]));
+            if (!"-".equals(args[2])) {
+                metadata.put("pulsar/cursor", bytes(args[2]));
+            }
         }
         int count = Integer.parseInt(args[3]);
         long size = Long.parseLong(args[4]);
