@@ -4,7 +4,9 @@ create rate, measured in the same run on the same server.
 Ledger znodes in BookKeeper's 2-4-4 layout are created by transactions of 1,000 (the
 server's best rate: one request carries a thousand writes), then scanned by Spark (one
 connection per partition: `local[2]` gives two) and by the same code in one process with
-one connection, Spark after an untimed scan of a tree a tenth the size (`warm_up`). Each
+one connection, Spark after an untimed scan of a tree a tenth the size (`warm_up`); and
+read raw, the same znodes by multiRead requests of the same size with nothing around them
+(`raw_multiread`): the limit the scan is compared with (goal: at least RAW_GOAL of it). Each
 figure has the peak memory of its step beside it (bench/rss.py). When
 the bench started the server itself, the server's CPU per read is reported too: on a shared
 machine, the server's cost per request bounds what any number of clients can read.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from bench.rss import jvm_pid, measured
 from config import parse_store_url
 from deletion.adapters.opening import StoreSpec
 from deletion.adapters.stores.zookeeper import connect_client
+from deletion.adapters.stores.zookeeper_multiread import OPS_PER_REQUEST, multi_read_async
 from deletion.domain.decision import pulsar_custom_metadata
 from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName
@@ -36,6 +40,7 @@ from deletion.wire.proto.bookkeeper_formats_pb2 import LedgerMetadataFormat
 from harness.janitor import make_chroot
 
 TARGET_PER_S = 25_000  # issue 14: the scan with 2 partitions
+RAW_GOAL = 0.5  # issue 33: the scan at least this share of the raw multiRead rate
 
 
 def ledger_znode() -> bytes:
@@ -71,6 +76,27 @@ def populate(hosts: str, n: int) -> float:
             for ledger_id in range(start, min(n, start + 1000)):
                 transaction.create(bk.ledger_path(ledger_id), data)
             assert not any(isinstance(r, Exception) for r in transaction.commit())
+        return time.perf_counter() - started
+    finally:
+        client.stop()
+        client.close()
+
+
+def raw_multiread(hosts: str, n: int, in_flight: int = 10) -> float:
+    """The same n ledger znodes read with nothing around the requests: their paths known
+    beforehand (no listing), multiRead requests of OPS_PER_REQUEST on one connection,
+    `in_flight` at a time, the replies not parsed into ledgers. Returns the seconds taken."""
+    client = connect(hosts)
+    try:
+        paths = [bk.ledger_path(i) for i in range(n)]
+        waiting: deque[Any] = deque()
+        started = time.perf_counter()
+        for start in range(0, n, OPS_PER_REQUEST):
+            waiting.append(multi_read_async(client, paths[start : start + OPS_PER_REQUEST]))
+            if len(waiting) >= in_flight:
+                waiting.popleft().get(timeout=60)
+        while waiting:
+            waiting.popleft().get(timeout=60)
         return time.perf_counter() - started
     finally:
         client.stop()
@@ -123,6 +149,8 @@ def bench_zookeeper(
     log.print(f"zookeeper: scanned by Spark at {n / spark_s:,.0f}/s")
     single_count, single_s, single_rss = measured(lambda: single_process_scan(target))
     assert spark_count == single_count == n, (spark_count, single_count)
+    raw_s = min(raw_multiread(hosts, n) for _ in range(2))  # the limit: its better of two
+    log.print(f"zookeeper: read raw by multiRead at {n / raw_s:,.0f}/s")
     spark_per_s = round(n / spark_s)
     return {
         "znodes": n,
@@ -134,6 +162,10 @@ def bench_zookeeper(
         "single_client_per_s": round(n / single_s),
         "single_client_peak_rss_mb": single_rss.as_dict(),
         "server_cpu_us_per_read": round(server_spark / n * 1e6, 1) if server else None,
+        "raw_multiread_per_s": round(n / raw_s),
+        "ratio_to_raw": raw_s / spark_s,
+        "raw_goal": RAW_GOAL,
+        "raw_goal_met": raw_s / spark_s >= RAW_GOAL,
         "target_per_s": TARGET_PER_S,
         "target_met": spark_per_s >= TARGET_PER_S,
         "spark_wins": spark_s < single_s,
@@ -144,7 +176,11 @@ def zookeeper_verdicts(zk: dict[str, Any], compare: Any) -> list[str]:
     met = "met" if zk["target_met"] else "MISSED"
     server = zk["server_cpu_us_per_read"]
     cost = f"; the server spent {server:.0f} µs of CPU per read" if server is not None else ""
+    ratio = zk["ratio_to_raw"]
+    raw = "met" if zk["raw_goal_met"] else f"MISSED by {zk['raw_goal'] - ratio:.2f}"
     return [
+        f"ZooKeeper scan at {ratio:.2f} of the raw multiRead rate of the same znodes "
+        f"({zk['raw_multiread_per_s']:,}/s, one connection): goal ≥ {zk['raw_goal']}: {raw}",
         f"ZooKeeper scan of {zk['znodes']:,} znodes: "
         + compare(1 / zk["spark_per_s"], 1 / zk["single_client_per_s"], "one client")
         + f" ({zk['spark_per_s']:,}/s with {zk['spark_partitions']} partitions vs "
@@ -162,10 +198,11 @@ def _rss(peaks: dict[str, float | None]) -> str:
 
 
 def render_zookeeper(zk: dict[str, Any], console: Console) -> None:
-    table = Table("zookeeper", "create", "spark scan", "one-client scan")
+    table = Table("zookeeper", "create", "spark scan", "one-client scan", "raw multiRead")
     table.add_row(f"{zk['znodes']:,} ledger znodes", f"{zk['create_per_s']:,}/s",
                   f"{zk['spark_per_s']:,}/s ({zk['spark_partitions']} partitions)",
-                  f"{zk['single_client_per_s']:,}/s")  # fmt: skip
+                  f"{zk['single_client_per_s']:,}/s",
+                  f"{zk['raw_multiread_per_s']:,}/s")  # fmt: skip
     table.add_row("peak RSS", _rss(zk["create_peak_rss_mb"]), _rss(zk["spark_peak_rss_mb"]),
-                  _rss(zk["single_client_peak_rss_mb"]))  # fmt: skip
+                  _rss(zk["single_client_peak_rss_mb"]), "")  # fmt: skip
     console.print(table)

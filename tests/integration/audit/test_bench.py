@@ -42,6 +42,10 @@ def test_quick_benchmark_prints_one_json_line(
     workers = zk["spark_peak_rss_mb"]
     assert workers["jvm_mb"] > workers["python_workers_mb"] > 0  # the scan ran in workers
     assert zk["server_cpu_us_per_read"] is None  # not our server: its CPU is not ours to read
-    assert len(figures["verdicts"]) == 4 and "Spark" in figures["verdicts"][-1]
+    # The raw multiRead rate of the same znodes, the scan's limit, measured in the same run.
+    assert zk["raw_multiread_per_s"] > 0 and zk["raw_goal"] == 0.5
+    assert zk["raw_goal_met"] == (zk["ratio_to_raw"] >= 0.5)
+    assert any("of the raw multiRead rate" in line for line in figures["verdicts"])
+    assert len(figures["verdicts"]) == 5 and "Spark" in figures["verdicts"][-1]
     assert any("25,000/s with 2 partitions" in line for line in figures["verdicts"])
     assert spark.getActiveSession() is not None  # the shared session survives the benchmark
