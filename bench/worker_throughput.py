@@ -67,6 +67,7 @@ from bench.worker_steps import (
 from deletion.domain.topics import NamespaceName
 
 TARGET_RATIO = 0.5
+BARE_LOOP_GOAL = 0.7  # issue 33: the worker against a bare loop doing the same whole work
 PAIRS = ("pairs", "pairs-multi", "pairs-multiread")
 ONCE = 5000  # N for the figures measured once, for comparison only
 
@@ -190,8 +191,14 @@ def run(
         "worker_all_cores_bound_ratio": _all_cores(best["worker"]) / slower,
         "peak_rss_mb": max(f["peak_rss_mb"] for r in measured for f in r.values()),
         "target_ratio": TARGET_RATIO,
+        "bare_loop_goal": BARE_LOOP_GOAL,
+        "bare_loop_goal_met": worker / best["work"]["per_second"] >= BARE_LOOP_GOAL,
         "target_met": worker >= TARGET_RATIO * slower,
     }
+
+
+def _goal(ratio: float, goal: float) -> str:
+    return "met" if ratio >= goal else f"missed by {goal - ratio:.2f}"
 
 
 def _cpu(name: str, figure: dict[str, Any]) -> dict[str, float]:
@@ -292,13 +299,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"worker / min(best raw read+delete pairs, consume-and-ack) = "
         f"{result['ratio_to_slower_raw']:.2f} (target >= {TARGET_RATIO}: {verdict}); "
         f"per round {rounds_text}; against pairs with deletes sent one by one "
-        f"{result['ratio_to_pairs_sent_one_by_one']:.2f}. Logging a line a deletion, as `run` does "
-        f"by default: {result['worker_logged_ratio_to_slower_raw']:.2f}. "
+        f"{result['ratio_to_pairs_sent_one_by_one']:.2f}. Logging as `run` does by default (a "
+        f"`worked` line every 10 s): {result['worker_logged_ratio_to_slower_raw']:.2f}. "
         f"{result['sidecars']} sidecars' "
         f"workers together: {result['sidecars_ratio_to_slower_raw']:.2f} (results per process "
         f"{result['sidecars_handled_by_each']}). The same whole work by a bare loop "
         f"reaches {result['raw_whole_work_ratio_to_slower_raw']:.2f} of that limit here; the "
-        f"worker reaches {result['ratio_to_raw_whole_work']:.2f} of the bare loop. "
+        f"worker reaches {result['ratio_to_raw_whole_work']:.2f} of the bare loop (goal >= "
+        f"{BARE_LOOP_GOAL}: {_goal(result['ratio_to_raw_whole_work'], BARE_LOOP_GOAL)}; the "
+        "loop makes none of the checks: decoding, ownership, the in-use snapshot, the age "
+        "rule, the observers). "
         f"Outcomes {result['worker_outcomes']}; "
         f"exactly the released ledgers deleted: {result['correct']}. Peak RSS is that of the "
         "step's own child process (worker or raw client; of the sidecars, the largest one), "
