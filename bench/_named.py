@@ -35,7 +35,25 @@ OWNERSHIP_THEN_AGE = """        if record is not None:
             refused = check_ownership(info, record)
 """
 
+KINDS = ("tests/unit/test_decision_kinds.py", "tests/integration/test_ledger_kinds.py")
+
 NAMED: tuple[NamedMutant, ...] = (
+    NamedMutant(
+        "kinds",
+        "a bucket snapshot deleted while its subscription may still read it",
+        "deletion/domain/kinds.py",
+        "    if through is None or through > end:\n",
+        "    if True:\n",
+        KINDS,
+    ),
+    NamedMutant(
+        "kinds",
+        "a compacted ledger deleted with no later compaction recorded above it",
+        "deletion/domain/kinds.py",
+        "    if named is None or named == ledger_id or mark <= ledger_id:\n",
+        "    if named is None or named == ledger_id:\n",
+        KINDS,
+    ),
     NamedMutant(
         "reconsume",
         "ack before the retry send succeeds",
@@ -145,7 +163,7 @@ NAMED: tuple[NamedMutant, ...] = (
         "references",
         "the in-use reader ignoring cursor ledgers",
         "deletion/domain/references.py",
-        "        found.extend(_cursor_references(cursor, cursor_name))\n",
+        "        found.extend(references)\n",
         "        pass\n",
         WALK,
     ),

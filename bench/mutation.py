@@ -96,6 +96,7 @@ MODULES: tuple[Module, ...] = (
             *HANDLER,
         ),
     ),
+    Module("kinds", "deletion/domain/kinds.py", ("tests/unit/test_decision_kinds.py",)),
     Module("in_use", "deletion/domain/in_use.py", ("tests/unit/test_in_use_cache.py", *HANDLER)),
     Module("references", "deletion/domain/references.py", WALK, zookeeper=True),
     Module(

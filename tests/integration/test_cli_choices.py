@@ -16,6 +16,7 @@ from ledger_janitor.cli import app
 # Each option with a fixed set of values, and a command line it is refused on.
 CASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("enqueue", "--component"): ("enqueue", "a/b/t", "1"),
+    ("enqueue", "--kind"): ("enqueue", "a/b/t", "1"),
     ("archive drain", "--component"): ("archive", "drain", "-n", "a/b", "--dry-run"),
     ("cursor decode", "--kind"): ("cursor", "decode", "{file}"),
     ("cursor encode", "--kind"): ("cursor", "encode", "{file}", "-o", "{out}"),

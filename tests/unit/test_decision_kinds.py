@@ -21,6 +21,7 @@ from deletion.domain.decision import (
     decide_recordable,
     pulsar_custom_metadata,
 )
+from deletion.domain.kinds import cursor_name
 from deletion.domain.message import (
     KIND_PROPERTY,
     SCHEMA,
@@ -144,8 +145,19 @@ def test_a_recorded_bucket_is_kept_and_a_young_one_waits_for_the_age_rule() -> N
     assert referenced.verdict is Verdict.NOT_YET and referenced.referenced
     young = judged(bucket_record(age=60), snapshot({"sub one": 18}))
     assert young.verdict is Verdict.NOT_YET and "too young" in young.reason
-    malformed = judged(bucket_record(key="#pulsar.internal.delayed.bucket_x"), snapshot({}))
-    assert malformed.verdict is Verdict.NOT_YET and "names no cursor or range" in malformed.reason
+    for key in (
+        "#pulsar.internal.delayed.bucket_x",
+        "#pulsar.internal.other_12_17",
+        "#pulsar.internal.delayed.bucket_x_17",
+        "#pulsar.internal.delayed.bucket_12_x",
+    ):
+        malformed = judged(bucket_record(key=key), snapshot({"sub one": 99}))
+        assert malformed.verdict is Verdict.NOT_YET, key
+        assert "names no cursor or range" in malformed.reason, key
+
+
+def test_a_cursors_znode_name_is_decoded_as_pulsars_codec_does() -> None:
+    assert cursor_name("sub+one%2Fa%C3%BC") == "sub one/aü"
 
 
 COMPACTED = of_kind(TOPIC, LedgerKind.COMPACTED_LEDGER, 41)
