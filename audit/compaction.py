@@ -30,11 +30,11 @@ from audit.attribution import COMPACTED_LEDGER
 from audit.schema import COMPACTED, REFERENCE_SCHEMA
 from audit.transform import old, unreferenced
 from core.errors import JanitorError
+from deletion.domain.kinds import COMPACTED_TOPIC  # LedgerMetadataUtils: the topic, in full
 from deletion.domain.topics import TopicName
 
 log = structlog.get_logger(__name__)
 
-COMPACTED_TOPIC = "pulsar/compactedTopic"  # LedgerMetadataUtils: the topic, in full
 
 # The ledgers a topic's broker says it reads now (compacted ledger included); raises when
 # it cannot say. AdminApiInUseLedgers.fetch, in the audit.

@@ -25,6 +25,7 @@ from deletion.domain.ports import LedgerRecord
 from deletion.domain.topics import NamespaceName, TopicName
 
 AUDIT_PROPERTIES: Mapping[str, str] = {"origin": "ledger-janitor-audit"}
+_KINDS = {kind.value: kind for kind in LedgerKind}  # an attributed `component` naming a kind
 
 
 class Enqueuer(Protocol):
@@ -45,10 +46,9 @@ def pending_deletion(row: OrphanRow) -> PendingDeleteLedgerInfo:
     """The message for one orphan, refused unless the worker would accept its ownership."""
     if row.topic is None or row.component is None or row.custom_metadata is None:
         raise AuditError(f"orphan {row.ledger_id} is not attributed")
-    kinds = {kind.value: kind for kind in LedgerKind}
     try:
         topic = TopicName.parse(row.topic)
-        kind = kinds.get(row.component)  # a kind of its own: its component, and the property
+        kind = _KINDS.get(row.component)  # a kind of its own: its component, and the property
         info = PendingDeleteLedgerInfo(
             topic,
             kind.component if kind else LedgerComponent(row.component),
