@@ -197,11 +197,20 @@ class DeletionWorker:
         )
 
     def _refresh_loop(self) -> None:
+        """`stop` does not wait for this thread: a refresh it overtook may find the stores
+        closed under it (sqlite3.ProgrammingError, a closed kazoo client), which then says
+        nothing; before the stop, anything but a store's or broker's refusal is a bug that
+        ends the thread (and `live` says so)."""
         while not self._stopping.wait(self._settings.refresh_interval_seconds):
             try:
                 self.refresh_subscriptions()
             except (JanitorError, pulsar.PulsarException) as exc:
-                log.warning("could not refresh deletion subscriptions", error=str(exc))
+                if not self._stopping.is_set():
+                    log.warning("could not refresh deletion subscriptions", error=str(exc))
+            except Exception:
+                if self._stopping.is_set():
+                    return
+                raise
 
     def _summary_loop(self) -> None:
         while not self._stopping.wait(self._settings.summary_seconds):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+import weakref
 from collections.abc import Mapping
 from concurrent.futures import Future
 from datetime import timedelta
@@ -69,6 +71,19 @@ CLOSE_MARGIN_SECONDS = 10.0
 _NATIVE = {pulsar.Client: "_client", pulsar.Producer: "_producer", pulsar.Consumer: "_consumer"}
 
 
+class _OnClosed:
+    """The callback `close_async` is given: what it was answered, and when the C++ client let
+    go of it (the object is then freed)."""
+
+    def __init__(self, closed: threading.Event) -> None:
+        self.results: list[Any] = []
+        self.closed = closed
+
+    def __call__(self, result: Any) -> None:
+        self.results.append(result)
+        self.closed.set()
+
+
 def close_within(closable: Any, seconds: float) -> str | None:
     """Close a client, producer or consumer through its native `close_async`, waiting at most
     `seconds`; None when closed, else what went wrong (for the caller to log).
@@ -79,24 +94,33 @@ def close_within(closable: Any, seconds: float) -> str | None:
     (pulsar-client-cpp lib/PartitionedProducerImpl.cc, handleSinglePartitionProducerClose
     checks and sets its Failed state without a lock). The second call sets the promise again
     and the whole process dies in std::terminate (exit -6), taking what a command had still
-    to print with it. A callback here may be called any number of times."""
+    to print with it. A callback here may be called any number of times.
+
+    Nor is the answer enough: the client calls back from a thread of its own that it detaches
+    (lib/ClientImpl.cc, handleClose's shutdownTask), and that thread frees its copy of the
+    callback after calling it, which takes the GIL (pybind11's func_handle). A command that
+    prints and exits in between has Python finalizing: the thread taking the GIL is ended by
+    pthread_exit, whose unwinding through a noexcept destructor is std::terminate (exit -6,
+    `terminate called without an active exception`: 4 of 100 runs of a bare close and exit).
+    So this waits, within the same bound, until the client has let go of the callback."""
     native = next(
         (getattr(closable, name) for kind, name in _NATIVE.items() if isinstance(closable, kind)),
         closable,
     )
-    results: list[Any] = []
-    closed = threading.Event()
-
-    def on_closed(result: Any) -> None:
-        results.append(result)
-        closed.set()
-
+    closed, released = threading.Event(), threading.Event()
+    on_closed = _OnClosed(closed)
+    results = on_closed.results
+    weakref.finalize(on_closed, released.set)
+    deadline = time.monotonic() + seconds
     try:
         native.close_async(on_closed)
     except pulsar.PulsarException as exc:
         return f"{type(exc).__name__}: {exc}"
+    finally:
+        del on_closed
     if not closed.wait(seconds):
         return f"no answer within {seconds:g} s"
+    released.wait(max(0.0, deadline - time.monotonic()))
     if results[0] not in (pulsar.Result.Ok, pulsar.Result.AlreadyClosed):
         return str(results[0])
     return None

@@ -49,3 +49,39 @@ def test_a_close_called_back_once_per_failed_partition_is_one_failure() -> None:
 
 def test_a_close_never_answered_ends_at_the_wait() -> None:
     assert close_within(Native(), 0.05) == "no answer within 0.05 s"
+
+
+class HoldsOn:
+    """Calls back at once, then keeps its copy of the callback a while, as the client's
+    detached shutdown thread does (lib/ClientImpl.cc handleClose)."""
+
+    def __init__(self) -> None:
+        self.let_go = threading.Event()
+
+    def close_async(self, callback: Callable[[Any], None]) -> None:
+        def shutdown_task(held: Callable[[Any], None]) -> None:
+            held(pulsar.Result.Ok)
+            self.let_go.wait(0.3)  # still holding `held`
+            self.let_go.set()
+
+        threading.Thread(target=shutdown_task, args=(callback,)).start()
+
+
+def test_the_close_returns_only_once_the_client_let_go_of_its_callback() -> None:
+    """Else a command that prints and exits finalizes Python while the client's thread still
+    has a callback to free (which takes the GIL): std::terminate, exit -6."""
+    native = HoldsOn()
+    assert close_within(native, 5) is None
+    assert native.let_go.is_set()
+
+
+def test_a_callback_never_let_go_is_waited_for_within_the_bound_only() -> None:
+    kept: list[Callable[[Any], None]] = []
+
+    class Keeps:
+        def close_async(self, callback: Callable[[Any], None]) -> None:
+            kept.append(callback)
+            callback(pulsar.Result.Ok)
+
+    assert close_within(Keeps(), 0.05) is None
+    assert kept
