@@ -15,11 +15,11 @@ from audit.errors import AuditError
 from core.errors import JanitorError
 from deletion.domain.decision import check_ownership
 from deletion.domain.message import (
-    KIND_PROPERTY,
     LedgerComponent,
     LedgerKind,
     LedgerType,
     PendingDeleteLedgerInfo,
+    of_kind,
 )
 from deletion.domain.ports import LedgerRecord
 from deletion.domain.topics import NamespaceName, TopicName
@@ -49,13 +49,17 @@ def pending_deletion(row: OrphanRow) -> PendingDeleteLedgerInfo:
     try:
         topic = TopicName.parse(row.topic)
         kind = _KINDS.get(row.component)  # a kind of its own: its component, and the property
-        info = PendingDeleteLedgerInfo(
-            topic,
-            kind.component if kind else LedgerComponent(row.component),
-            LedgerType.LEDGER,
-            row.ledger_id,
-            check_ledger_still_in_use=True,
-            properties={**AUDIT_PROPERTIES, **({KIND_PROPERTY: kind.value} if kind else {})},
+        info = (
+            of_kind(topic, kind, row.ledger_id, properties=AUDIT_PROPERTIES)
+            if kind
+            else PendingDeleteLedgerInfo(
+                topic,
+                LedgerComponent(row.component),
+                LedgerType.LEDGER,
+                row.ledger_id,
+                check_ledger_still_in_use=True,
+                properties=AUDIT_PROPERTIES,
+            )
         )
     except (JanitorError, ValueError) as exc:
         raise AuditError(f"orphan {row.ledger_id}: {exc}") from exc

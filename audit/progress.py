@@ -37,6 +37,7 @@ class ScanProgress:
         self._context = context
         self._console = console
         self._poll = poll_seconds
+        self.timings: list[tuple[str, float]] = []  # each step's description and seconds
 
     @contextmanager
     def step(self, description: str) -> Iterator[None]:
@@ -61,6 +62,7 @@ class ScanProgress:
                 stop.set()
                 watcher.join()
         elapsed = time.monotonic() - started
+        self.timings.append((description, round(elapsed, 3)))
         # Unwrapped: a file's path or a store's URL is copied whole.
         self._console.print(f"{description}: done in {elapsed:.1f} s", soft_wrap=True)
 

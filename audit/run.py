@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -46,6 +47,7 @@ def run_command(
     out: Console,
     err: Console,
 ) -> dict[str, Any]:
+    started = time.monotonic()
     for given in (inventory, references):
         if given is not None:
             check_input(given)  # before Spark starts: a missing file is said in a second
@@ -81,12 +83,15 @@ def run_command(
                 brokers = AdminApiInUseLedgers(http, schemas=store, where=metadata.where)
                 stack.callback(brokers.close)
                 topic_reads = _topic_reads(brokers)
+        timings: dict[str, Any] = {"before_spark": round(time.monotonic() - started, 3)}
         try:
             session = open_session(spark_master)
         except Exception as exc:  # no Java, a bad master URL: PySpark raises many kinds
             raise AuditError(f"cannot start Spark: {exc}") from exc
-        stack.callback(session.close)
+        timings["spark_start"] = round(time.monotonic() - started - timings["before_spark"], 3)
+        stack.callback(_timed, timings, "spark_stop", session.close)
         progress = ScanProgress(session.spark.sparkContext, err)
+        timings["steps"] = progress.timings
         result = run_audit(session.spark, options, progress, storage, references_now, topic_reads)
         print_report(out, result.summary)
         if result.tiered is not None:
@@ -119,9 +124,20 @@ def run_command(
             offload_enqueued=offloaded,
             dry_run=not enqueue,
             output=str(output) if output else None,
+            # Where the time went (bench.audit_small): checks and stores before Spark, Spark's
+            # start, each step, Spark's stop (filled in as the session closes, before printing).
+            timings=timings,
         )
         return figures
     raise AssertionError("unreachable")
+
+
+def _timed(timings: dict[str, Any], key: str, action: Callable[[], object]) -> None:
+    began = time.monotonic()
+    try:
+        action()
+    finally:
+        timings[key] = round(time.monotonic() - began, 3)
 
 
 def reclaimable_bytes(result: AuditResult) -> int:

@@ -15,11 +15,11 @@ from rich.text import Text
 from config import describe
 from core.errors import JanitorError
 from deletion.domain.message import (
-    KIND_PROPERTY,
     LedgerComponent,
     LedgerKind,
     LedgerType,
     PendingDeleteLedgerInfo,
+    of_kind,
 )
 from deletion.domain.topics import TopicName
 from ledger_janitor import __version__
@@ -182,13 +182,14 @@ def enqueue(
             f"--kind {kind.value} is sent as {kind.component.value}: drop --component"
         )
     infos = [
-        PendingDeleteLedgerInfo(
+        of_kind(parsed, kind, ledger_id, not skip_in_use_check)
+        if kind
+        else PendingDeleteLedgerInfo(
             parsed,
-            kind.component if kind else component or LedgerComponent.MANAGED_LEDGER,
+            component or LedgerComponent.MANAGED_LEDGER,
             LedgerType.LEDGER,
             ledger_id,
             check_ledger_still_in_use=not skip_in_use_check,
-            properties={KIND_PROPERTY: kind.value} if kind else {},
         )
         for ledger_id in ledger_ids
     ]

@@ -115,14 +115,22 @@ def janitor(backend: Backend, broker: EmbeddedBroker, tmp_path: Path) -> Iterato
 
 
 @pytest.fixture
-def embedded(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[JanitorFactory]:
-    """The embedded default alone: SQLite stores and the shared pulsar-lite broker."""
+def sqlite_store(tmp_path: Path) -> Iterator[Backend]:
+    """The embedded default's SQLite stores, in the test's own file; closed after."""
     backend = sqlite_backend(str(tmp_path / "janitor.db"))
-    factory = JanitorFactory(backend, broker.service_url, tmp_path)
-    yield factory
-    factory.close()
+    yield backend
     backend.ledgers.close()
     backend.metadata.close()
+
+
+@pytest.fixture
+def embedded(
+    broker: EmbeddedBroker, sqlite_store: Backend, tmp_path: Path
+) -> Iterator[JanitorFactory]:
+    """The embedded default alone: SQLite stores and the shared pulsar-lite broker."""
+    factory = JanitorFactory(sqlite_store, broker.service_url, tmp_path)
+    yield factory
+    factory.close()
 
 
 @pytest.fixture

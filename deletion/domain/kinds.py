@@ -19,7 +19,10 @@ cursor property names is not read by anyone once
   subscription made again under the name starts from its own cursor's properties), or
 - its cursor's mark-delete position is past `end` (every message of the range acknowledged:
   nothing is left to deliver from it). The znode's mark-delete position may lag the cursor's
-  ledger, never lead it: a lagging one only keeps the ledger longer.
+  ledger, never lead it: a lagging one only keeps the ledger longer. On the real cluster it
+  lags for as long as the cursor is open: 4.0.8 writes it to the znode when the cursor closes
+  (an unload, a restart), and a cursor-ledger switch or `putCursorProperty` rewrites the znode
+  with the old one (tests/cluster/test_bucket_snapshots.py: `7:-1` in the znode, `8:9` live).
 Either way the age rule still applies (decision.decide_age): a bucket being sealed right now
 is young. A source that cannot read the cursors' znodes (the admin API) cannot tell.
 
@@ -38,7 +41,7 @@ increasing order). So a compacted ledger `C` that no reference names is never re
 is not the one the topic reads, once the `__compaction` cursor's znode shows a later
 compaction recorded (its `CompactedTopicLedger` names another ledger) at a mark-delete
 position in a ledger **above `C`**: `C`'s own acknowledgement would be below it. The znode
-may lag the cursor's ledger (it is written when the cursor switches ledgers or closes), never
+may lag the cursor's ledger (its position is written when the cursor closes), never
 lead it: a lagging one only keeps `C` longer. A topic without a `__compaction` cursor (never
 compacted, compaction unsubscribed, or the topic deleted) records no compacted ledger; the
 age rule still applies, as everywhere.

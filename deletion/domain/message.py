@@ -110,10 +110,22 @@ class PendingDeleteLedgerInfo:
         return f"{kind} {self.ledger_id} of {self.topic_name}"
 
 
-def of_kind(topic: TopicName, kind: LedgerKind, ledger_id: int) -> PendingDeleteLedgerInfo:
-    """A pending deletion of a ledger of `kind`: its component, and the kind in properties."""
+def of_kind(
+    topic: TopicName,
+    kind: LedgerKind,
+    ledger_id: int,
+    check_ledger_still_in_use: bool = True,
+    properties: Mapping[str, str] | None = None,
+) -> PendingDeleteLedgerInfo:
+    """A pending deletion of a ledger of `kind`: sent as its component, the kind in
+    properties (the one place that says how a kind rides in Java's schema)."""
     return PendingDeleteLedgerInfo(
-        topic, kind.component, LedgerType.LEDGER, ledger_id, properties={KIND_PROPERTY: kind.value}
+        topic,
+        kind.component,
+        LedgerType.LEDGER,
+        ledger_id,
+        check_ledger_still_in_use=check_ledger_still_in_use,
+        properties={**(properties or {}), KIND_PROPERTY: kind.value},
     )
 
 

@@ -37,6 +37,17 @@ def plant(
     return {int(ledger) for ledger in made["ledgers"]}
 
 
+def plant_buckets(
+    cluster: PulsarCluster, java: JavaPrograms, topic: TopicName, cursor: str, key: str,
+    count: int = 1,
+) -> set[int]:  # fmt: skip
+    """`count` bucket snapshot ledgers of subscription `cursor` of `topic` for bucket `key`
+    (`#pulsar.internal.delayed.bucket_<start>_<end>`), recorded in no cursor."""
+    (made,) = java.run("LeakMaker", cluster.zookeeper_hosts, f"bucket:{topic.full_name}", cursor,
+                       count, 1024, key, timeout=600)  # fmt: skip
+    return {int(ledger) for ledger in made["ledgers"]}
+
+
 def enqueue_leaks(cluster: PulsarCluster, topic: TopicName, ledgers: Iterable[int]) -> None:
     """`ledger-janitor enqueue` of `ledgers`, delivered after 2 s; it must enqueue them all."""
     done = run_cli(

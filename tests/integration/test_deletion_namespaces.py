@@ -8,16 +8,14 @@ holding two namespaces whose pending deletions are due."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 import pulsar
-import pytest
 
 from deletion.domain.message import decode
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
-from harness.janitor import Backend, JanitorFactory, sqlite_backend
+from harness.janitor import Backend, JanitorFactory
 from harness.process import run_cli, wait_until
 from harness.pulsar_lite import skip_consumer_ids
 from ledger_janitor.demo.embedded import EmbeddedBroker
@@ -25,24 +23,16 @@ from ledger_janitor.demo.seeding import TopicSeeder, pending
 from tests.integration.run_rig import running, settings
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Backend]:
-    backend = sqlite_backend(str(tmp_path / "janitor.db"))
-    yield backend
-    backend.ledgers.close()
-    backend.metadata.close()
-
-
 def test_a_sidecar_piloted_on_one_namespace_works_that_one_only(
-    store: Backend, broker: EmbeddedBroker, tmp_path: Path
+    sqlite_store: Backend, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     tenant = f"t{uuid.uuid4().hex[:10]}"
     piloted, other = NamespaceName(tenant, "orders"), NamespaceName(tenant, "payments")
-    seeder = TopicSeeder(store.metadata, store.factory)
+    seeder = TopicSeeder(sqlite_store.metadata, sqlite_store.factory)
     ours = seeder.seed(TopicName(piloted, "events"), ledgers=3)
     theirs = seeder.seed(TopicName(other, "events"), ledgers=3)
     ours_released, theirs_released = ours.ledgers[0], theirs.ledgers[0]
-    janitor = JanitorFactory(store, broker.service_url, tmp_path)
+    janitor = JanitorFactory(sqlite_store, broker.service_url, tmp_path)
     try:
         sidecar = janitor.sidecar(send_delay_seconds_of_two_phase_deletion=1)
         skip_consumer_ids(sidecar.client, 100)  # pulsar-lite: ids apart from the run's
@@ -51,11 +41,11 @@ def test_a_sidecar_piloted_on_one_namespace_works_that_one_only(
             sidecar.phase_one.enqueue_then_commit(
                 [pending(seeded.topic, released)], partial(seeder.release, seeded, [released])
             )
-        args = ("--metadata-store", store.metadata_url, "--broker-url", broker.service_url)
+        args = ("--metadata-store", sqlite_store.metadata_url, "--broker-url", broker.service_url)
         with running(
             *args, *settings(deletionNamespaces=piloted, sendDelaySecondsOfTwoPhaseDeletion=1)
         ) as run:
-            wait_until(lambda: not store.exists(ours_released), 60, "the piloted deletion")
+            wait_until(lambda: not sqlite_store.exists(ours_released), 60, "the piloted deletion")
             watched = "ledger_janitor_watched_namespaces"
             wait_until(lambda: run.sample(watched) is not None, 30, "the gauges")
             assert run.sample(watched) == 1
@@ -73,7 +63,7 @@ def test_a_sidecar_piloted_on_one_namespace_works_that_one_only(
         subscribed = [e["topic"] for e in events if e["event"] == "subscribed"]
         assert subscribed == [piloted.deletion_topic]
         # The other namespace: its ledger alive, its pending deletion still waiting.
-        assert store.exists(theirs_released)
+        assert sqlite_store.exists(theirs_released)
         waiting = sidecar.client.subscribe(
             other.deletion_topic, SUBSCRIPTION, consumer_type=pulsar.ConsumerType.Shared,
             initial_position=pulsar.InitialPosition.Earliest,
@@ -92,12 +82,12 @@ def test_a_sidecar_piloted_on_one_namespace_works_that_one_only(
 
 
 def test_enqueue_outside_the_piloted_namespaces_says_no_sidecar_so_configured_works_it(
-    store: Backend, broker: EmbeddedBroker
+    sqlite_store: Backend, broker: EmbeddedBroker
 ) -> None:
     tenant = f"t{uuid.uuid4().hex[:10]}"
     result = run_cli(
         "enqueue", f"{tenant}/payments/events", "7",
-        "--metadata-store", store.metadata_url, "--broker-url", broker.service_url,
+        "--metadata-store", sqlite_store.metadata_url, "--broker-url", broker.service_url,
         "--set", f"deletionNamespaces={tenant}/orders",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -9,14 +9,13 @@ whose pending deletions are due."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 import pytest
 
 from deletion.domain.topics import NamespaceName, TopicName
-from harness.janitor import Backend, JanitorFactory, sqlite_backend
+from harness.janitor import Backend, JanitorFactory
 from harness.process import wait_until
 from harness.pulsar_lite import skip_consumer_ids
 from ledger_janitor.demo.embedded import EmbeddedBroker
@@ -24,23 +23,15 @@ from ledger_janitor.demo.seeding import TopicSeeder, pending
 from tests.integration.run_rig import running, settings
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Backend]:
-    backend = sqlite_backend(str(tmp_path / "janitor.db"))
-    yield backend
-    backend.ledgers.close()
-    backend.metadata.close()
-
-
 @pytest.mark.parametrize("verbose", [False, True], ids=["default", "verbose"])
 def test_the_default_log_says_a_worked_line_and_verbose_each_message(
-    store: Backend, broker: EmbeddedBroker, tmp_path: Path, verbose: bool
+    sqlite_store: Backend, broker: EmbeddedBroker, tmp_path: Path, verbose: bool
 ) -> None:
     ns = NamespaceName(f"t{uuid.uuid4().hex[:10]}", "orders")
-    seeder = TopicSeeder(store.metadata, store.factory)
+    seeder = TopicSeeder(sqlite_store.metadata, sqlite_store.factory)
     seeded = seeder.seed(TopicName(ns, "events"), ledgers=4)
     released = seeded.ledgers[:2]
-    janitor = JanitorFactory(store, broker.service_url, tmp_path)
+    janitor = JanitorFactory(sqlite_store, broker.service_url, tmp_path)
     try:
         sidecar = janitor.sidecar(send_delay_seconds_of_two_phase_deletion=1)
         skip_consumer_ids(sidecar.client, 100)  # pulsar-lite: ids apart from the run's
@@ -48,11 +39,11 @@ def test_the_default_log_says_a_worked_line_and_verbose_each_message(
             [pending(seeded.topic, ledger) for ledger in released],
             partial(seeder.release, seeded, released),
         )
-        args = ("--metadata-store", store.metadata_url, "--broker-url", broker.service_url)
+        args = ("--metadata-store", sqlite_store.metadata_url, "--broker-url", broker.service_url)
         flags = ("-v",) if verbose else ()
         due = settings(deletionNamespaces=ns, sendDelaySecondsOfTwoPhaseDeletion=1)
         with running(*args, *flags, *due) as run:
-            wait_until(lambda: not any(map(store.exists, released)), 60, "the deletions")
+            wait_until(lambda: not any(map(sqlite_store.exists, released)), 60, "the deletions")
             labels = {"namespace": str(ns), "component": "MANAGED_LEDGER", "ledger_type": "LEDGER"}
             counted = partial(run.sample, "ledger_janitor_ledgers_deleted_total", **labels)
             wait_until(lambda: counted() == 2, 30, "the metric counting both")

@@ -103,6 +103,22 @@ def compacted_view(client_: pulsar.Client, topic: TopicName) -> dict[str, bytes]
     return latest
 
 
+def compact(admin: BrokerAdmin, topic: TopicName) -> int:
+    """A compaction run to its end: the compacted ledger the broker then reads."""
+    path = admin.topic_path(topic)
+    before = admin.internal_stats(topic).get("compactedLedger", {}).get("ledgerId", -1)
+    admin.put(f"{path}/compaction")
+
+    def done() -> Any:
+        status = admin.get(f"{path}/compaction")["status"]
+        assert status != "ERROR", admin.get(f"{path}/compaction")
+        now = admin.internal_stats(topic).get("compactedLedger", {}).get("ledgerId", -1)
+        return status == "SUCCESS" and now not in (-1, before)
+
+    wait_until(done, 60, f"the compaction of {topic}")
+    return int(admin.internal_stats(topic)["compactedLedger"]["ledgerId"])
+
+
 def ledgers_of(admin: BrokerAdmin, topic: TopicName) -> set[int]:
     """Every ledger the broker says the topic references: data, cursors, schema, compacted."""
     stats = admin.internal_stats(topic)

@@ -35,22 +35,6 @@ def _send(client: pulsar.Client, topic: TopicName, values: dict[str, str]) -> No
     producer.close()
 
 
-def _compact(admin: BrokerAdmin, topic: TopicName) -> int:
-    """A compaction run to its end: the compacted ledger the broker then reads."""
-    path = admin.topic_path(topic)
-    before = admin.internal_stats(topic).get("compactedLedger", {}).get("ledgerId", -1)
-    admin.put(f"{path}/compaction")
-
-    def done() -> Any:
-        status = admin.get(f"{path}/compaction")["status"]
-        assert status != "ERROR", admin.get(f"{path}/compaction")
-        now = admin.internal_stats(topic).get("compactedLedger", {}).get("ledgerId", -1)
-        return status == "SUCCESS" and now not in (-1, before)
-
-    rig.wait_until(done, 60, f"the compaction of {topic}")
-    return int(admin.internal_stats(topic)["compactedLedger"]["ledgerId"])
-
-
 def _view(client: pulsar.Client, topic: TopicName, count: int) -> dict[str, str]:
     """The compacted view the broker serves: each key's latest value."""
     reader = client.subscribe(
@@ -71,7 +55,7 @@ def test_an_interrupted_compactions_ledger_goes_once_a_later_compaction_is_recor
     client.subscribe(topic.full_name, "keep").close()  # nothing is trimmed under the test
     first = {f"k{i}": f"v1-{i}" for i in range(5)}
     _send(client, topic, first)
-    read = _compact(broker_admin, topic)  # the one the topic reads now: enqueued too
+    read = rig.compact(broker_admin, topic)  # the one the topic reads now: enqueued too
     (made,) = java.run("LeakMaker", real_pulsar.zookeeper_hosts, topic.full_name, "-", 1, 4096)
     (straggler,) = map(int, made["ledgers"])
     done = run_cli(
@@ -108,7 +92,7 @@ def test_an_interrupted_compactions_ledger_goes_once_a_later_compaction_is_recor
         broker_admin.put(f"{path}/unload")
         second = {f"k{i}": f"v2-{i}" for i in range(3, 8)}
         _send(client, topic, second)
-        live = _compact(broker_admin, topic)
+        live = rig.compact(broker_admin, topic)
         broker_admin.put(f"{path}/unload")
         rig.wait_until(
             lambda: straggler not in rig.bookkeeper_ledgers(pulsar_zk), 120,

@@ -20,6 +20,13 @@ import org.apache.pulsar.client.impl.MessageIdImpl;
  * ledgers of that topic instead, as AbstractTwoPhaseCompactor makes them: what a compaction
  * interrupted after its phase two created its ledger leaves (CURSOR_OR_DASH is then ignored).
  *
+ *   LeakMaker ZK_HOSTS bucket:TOPIC CURSOR COUNT BYTES_EACH BUCKET_KEY
+ *
+ * makes delayed-delivery bucket snapshot ledgers of the subscription CURSOR of TOPIC (a full
+ * topic name) for BUCKET_KEY (#pulsar.internal.delayed.bucket_START_END), with the metadata
+ * BookkeeperBucketSnapshotStorage writes (LedgerMetadataUtils.buildMetadataForDelayedIndexBucket):
+ * what a broker that crashed between writing a snapshot and recording it in the cursor leaves.
+ *
  * ZK_HOSTS as ZooKeeper's clients write them (host:port,host:port); BookKeeper's metadata
  * service URI separates an ensemble's servers with ';' instead (its URI's authority cannot
  * hold ','), as the bookies' own metadataServiceUri does.
@@ -35,7 +42,12 @@ public final class LeakMaker {
                 .setMetadataServiceUri("zk+hierarchical://" + args[0].replace(',', ';') + "/ledgers");
         Map<String, byte[]> metadata = new HashMap<>();
         metadata.put("application", bytes("pulsar"));
-        if (args[1].startsWith("persistent://")) {
+        if (args[1].startsWith("bucket:")) {
+            metadata.put("component", bytes("delayed-index-bucket"));
+            metadata.put("pulsar/delayedIndexTopic", bytes(args[1].substring("bucket:".length())));
+            metadata.put("pulsar/delayedIndexCursor", bytes(args[2]));
+            metadata.put("pulsar/delayedIndexBucketKey", bytes(args[5]));
+        } else if (args[1].startsWith("persistent://")) {
             metadata.put("component", bytes("compacted-ledger"));
             metadata.put("pulsar/compactedTopic", bytes(args[1]));
             metadata.put("pulsar/compactedTo", new MessageIdImpl(0, 0, -1).toByteArray());
