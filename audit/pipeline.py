@@ -30,7 +30,7 @@ from audit.progress import ScanProgress
 from audit.report.data import write_html_report
 from audit.scan import files
 from audit.scan.files import REFERENCE_FILE_SCHEMA
-from audit.scan.input_check import checked_rows
+from audit.scan.input_check import checked_rows, checked_rows_and_ids
 from audit.scan.ledgers import ledger_inventory
 from audit.scan.references import metadata_references
 from audit.schema import (
@@ -81,8 +81,18 @@ class AuditResult:
             "foreign": self.counts.get(FOREIGN, 0),
             "young": self.counts.get(YOUNG, 0),
             "unknown": self.counts.get(UNKNOWN, 0),
+            "orphans_by_component": self.orphans_by_component(),
             **self.extra,
         }
+
+    def orphans_by_component(self) -> dict[str, int]:
+        """Orphans per component, a kind of its own (message.LedgerKind) counted as such."""
+        found: dict[str, int] = {}
+        for row in self.summary:
+            if row["status"] == ORPHAN:
+                component = str(row["component"])
+                found[component] = found.get(component, 0) + int(row["ledgers"])
+        return dict(sorted(found.items()))
 
 
 def _inventory(spark: SparkSession, options: AuditOptions) -> DataFrame:
@@ -137,10 +147,13 @@ def _count_inventory(inventory: DataFrame, options: AuditOptions) -> tuple[DataF
     return checked_rows(inventory, "the inventory scan", path, INVENTORY_SCHEMA)
 
 
-def _check_references(references: DataFrame, ledgers: int, options: AuditOptions) -> DataFrame:
-    """Refuse malformed lines, and an audit without any reference while ledgers exist."""
+def _check_references(
+    references: DataFrame, ledgers: int, options: AuditOptions
+) -> tuple[DataFrame, int]:
+    """Refuse malformed lines, and an audit without any reference while ledgers exist; the
+    references and a bound on the 64-bit words their ids take (audit.id_words)."""
     path = options.references_file
-    references, rows = checked_rows(
+    references, rows, span = checked_rows_and_ids(
         references, "the reference scan", path, REFERENCE_FILE_SCHEMA, ids_required=False
     )
     if rows == 0 and ledgers > 0:
@@ -148,13 +161,19 @@ def _check_references(references: DataFrame, ledgers: int, options: AuditOptions
             f"no references at all, yet {plural(ledgers, 'ledger')} exist: wrong metadata store, "
             "chroot or file? Refusing to call every ledger an orphan"
         )
-    return references
+    # A bound on the referenced ids' 64-bit words: no more than the rows, nor than the words
+    # the ids' span covers (dense ids, as BookKeeper hands them out, span few).
+    words = 0 if span is None else (span[1] >> 6) - (span[0] >> 6) + 1
+    return references, min(rows, words)
 
 
-def _referenced_words(references: DataFrame) -> DataFrame | None:
+def _referenced_words(references: DataFrame, most_words: int) -> DataFrame | None:
     """The referenced ids as 64-bit words (audit.id_words), kept for the tally; None when
-    they take too many words to broadcast (sparse ids: the tally's anti-joins)."""
+    they take too many words to broadcast (sparse ids: the tally's anti-joins). When they
+    cannot be that many (`most_words`, from the references' check), no job counts them."""
     words = referenced_words(references).persist(StorageLevel.MEMORY_AND_DISK)
+    if most_words <= MAX_BROADCAST_WORDS:
+        return words
     if spark_job("the referenced ids", words.count) <= MAX_BROADCAST_WORDS:
         return words
     words.unpersist()
@@ -252,20 +271,21 @@ def run_audit(
 ) -> AuditResult:
     """Classify every ledger; write the report if `options.output`. Enqueues nothing.
 
-    Four jobs when the inputs are files: the inventory's ids, the references' row count
-    (Parquet's footers), the referenced ids as 64-bit words (kept, small when the ids are
-    dense: audit.tally's choice), then one job over both for the summary, the referenced
-    count and the dangling candidates. The per-ledger classification stays lazy: only the
-    report and the enqueueing read it. `topic_reads`: a broker to ask which compacted
-    ledger each topic reads (audit.compaction), one more job to find them; without one, an
-    unreferenced one is UNKNOWN.
+    Three jobs when the inputs are files: the inventory's ids, the references' row count
+    (Parquet's footers), then one job over both for the summary, the referenced count and
+    the dangling candidates, which also fills the referenced ids as 64-bit words (kept, small
+    when the ids are dense: audit.tally's choice); a fourth counts those words first when
+    the references have more rows than may be broadcast. The per-ledger classification stays
+    lazy: only the report and the enqueueing read it. `topic_reads`: a broker to ask which
+    compacted ledger each topic reads (audit.compaction), one more job to find them; without
+    one, an unreferenced one is UNKNOWN.
     """
     with progress.step(f"inventory: reading {_inventory_source(options)}"):
         inventory, ledgers = _count_inventory(_inventory(spark, options), options)
     # Listed before the references, like the inventory: see audit.offload.tiered.
     objects = offload_audit.list_objects(spark, options, progress)
     with progress.step(f"references: reading {_references_source(options)}"):
-        references = _check_references(_references(spark, options), ledgers, options)
+        references, most_words = _check_references(_references(spark, options), ledgers, options)
     verdicts = compaction.Verdicts([], frozenset(), 0)  # no broker: attribution says unknown
     if topic_reads is not None:
         with progress.step("compacted ledgers: asking their topics' brokers which they read"):
@@ -278,7 +298,7 @@ def run_audit(
         read = compaction.as_references(spark, verdicts.current)
         references = references.unionByName(read, allowMissingColumns=True)
     with progress.step("references: their ids"):
-        words = _referenced_words(references)
+        words = _referenced_words(references, most_words + len(verdicts.current))
     how = "referenced ids as 64-bit words" if words is not None else "sparse ids: anti-joins"
     with progress.step(f"classifying ({how})"):
         try:

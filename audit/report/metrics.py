@@ -38,6 +38,15 @@ def audit_registry(
     )
     for status in STATUSES:
         orphans.labels(status=status).set(int(figures.get(_FIGURE.get(status, status), 0)))
+    by_component = Gauge(
+        PREFIX + "orphan_ledgers_by_component",
+        "The orphans the last audit found, by component (a kind of ledger of its own, e.g. "
+        "COMPACTED_LEDGER or DELAYED_INDEX_BUCKET, by its kind); the components it found only.",
+        ["component"],
+        registry=registry,
+    )
+    for component, count in dict(figures.get("orphans_by_component") or {}).items():
+        by_component.labels(component=component).set(int(count))
     gauge(
         "reclaimable_bytes",
         "Known bytes of the orphan ledgers and orphan offloaded copies the last audit found.",

@@ -17,6 +17,7 @@ brokers deliver."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -106,7 +107,11 @@ def _audit_enqueue(
         capture_output=True, text=True, timeout=1500, env=env, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    print("audit:", done.stdout.strip().splitlines()[-1])
+    line = done.stdout.strip().splitlines()[-1]
+    print("audit:", line)
+    # The figures (and so the metrics file) count the kinds apart.
+    by_component = json.loads(line)["orphans_by_component"]
+    assert by_component["DELAYED_INDEX_BUCKET"] >= 3 and by_component["COMPACTED_LEDGER"] >= 1
     found = rig.rows(
         f"SELECT ledger_id, component FROM '{report}/unreferenced/**/*.parquet' "
         f"WHERE status = 'orphan' AND namespace = '{namespace}'"

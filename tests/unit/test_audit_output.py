@@ -133,9 +133,11 @@ def test_the_missing_data_block_lists_each_ledger_once() -> None:
 
 def test_the_metrics_are_the_contract_s_gauges(tmp_path: Path) -> None:
     figures = {"orphans": 71_487, "young": 3, "foreign": 1, "unattributable": 0, "dangling": 2,
-               "missing_ledgers": 4, "reclaimable_bytes": 5 * 1024**3}  # fmt: skip
+               "missing_ledgers": 4, "reclaimable_bytes": 5 * 1024**3,
+               "orphans_by_component": {"MANAGED_LEDGER": 71_480,
+                                        "DELAYED_INDEX_BUCKET": 7}}  # fmt: skip
     text = generate_latest(audit_registry(figures, 1_700_000_000.5, 42.0)).decode()
-    samples = {(s.name, s.labels.get("status")): s.value
+    samples = {(s.name, s.labels.get("status") or s.labels.get("component")): s.value
                for f in text_string_to_metric_families(text) for s in f.samples}  # fmt: skip
     assert samples == {
         ("ledger_janitor_audit_orphan_ledgers", "orphan"): 71_487,
@@ -143,6 +145,8 @@ def test_the_metrics_are_the_contract_s_gauges(tmp_path: Path) -> None:
         ("ledger_janitor_audit_orphan_ledgers", "foreign"): 1,
         ("ledger_janitor_audit_orphan_ledgers", "young"): 3,
         ("ledger_janitor_audit_orphan_ledgers", "unknown"): 0,
+        ("ledger_janitor_audit_orphan_ledgers_by_component", "MANAGED_LEDGER"): 71_480,
+        ("ledger_janitor_audit_orphan_ledgers_by_component", "DELAYED_INDEX_BUCKET"): 7,
         ("ledger_janitor_audit_reclaimable_bytes", None): 5 * 1024**3,
         ("ledger_janitor_audit_dangling_references", None): 2,
         ("ledger_janitor_audit_missing_data_ledgers", None): 4,
