@@ -89,7 +89,14 @@ OrderV2 = _order({"item": pulsar.schema.String(), "qty": pulsar.schema.Integer()
 
 def compacted_view(client_: pulsar.Client, topic: TopicName) -> dict[str, bytes]:
     """The topic's compacted view, as a reader with `readCompacted` sees it: per key, the
-    latest value."""
+    latest value.
+
+    A batch the compactor kept with some of its messages superseded holds those as
+    placeholders (RawBatchConverter: `SingleMessageMetadata.compacted_out`, no key, no
+    payload). Java's consumer skips them; the C++ client under pulsar-client 3.13 does not
+    read the flag and hands them out as messages without key or payload (seen on the cluster:
+    tests/cluster/test_interrupted_compaction.py). Those are left out here; the tests send no
+    such message of their own."""
     reader = client_.create_reader(
         topic.full_name, pulsar.MessageId.earliest, is_read_compacted=True
     )
@@ -97,6 +104,8 @@ def compacted_view(client_: pulsar.Client, topic: TopicName) -> dict[str, bytes]
     try:
         while reader.has_message_available():
             message = reader.read_next(30_000)
+            if not message.partition_key() and not message.data():
+                continue  # a compacted-out placeholder
             latest[message.partition_key()] = message.data()
     finally:
         reader.close()
