@@ -21,6 +21,8 @@ from urllib.parse import quote
 from deletion.domain.topics import NamespaceName, TopicName
 from harness.pulsar_admin import BrokerAdmin
 
+UNLOAD_SECONDS = 180.0
+
 
 class ClusterAdmin(BrokerAdmin):
     @staticmethod
@@ -49,9 +51,15 @@ class ClusterAdmin(BrokerAdmin):
         return [f"{low}_{high}" for low, high in pairwise(boundaries)]
 
     def unload(self, namespace: NamespaceName, bundle: str, destination: str | None = None) -> None:
-        """Unload a bundle; with `destination` (a broker id), to that broker."""
+        """Unload a bundle; with `destination` (a broker id), to that broker.
+
+        Waited for up to UNLOAD_SECONDS: with the bucket delayed-delivery tracker, 4.0.8's
+        `BucketDelayedDeliveryTracker.close` waits on the metadata store's thread for a bucket
+        snapshot being created, whose creation needs that thread, until its 60 s time-out
+        ("Failed wait to snapshot generate"; an unload took 60.1 s in a CI run)."""
         query = f"?destinationBroker={destination}" if destination else ""
-        self.put(f"/admin/v2/namespaces/{namespace}/{bundle}/unload{query}")
+        path = f"/admin/v2/namespaces/{namespace}/{bundle}/unload{query}"
+        self._ok(self.http.put(path, timeout=UNLOAD_SECONDS))
 
     def split(
         self,
@@ -62,7 +70,8 @@ class ClusterAdmin(BrokerAdmin):
     ) -> None:
         flag = "true" if unload else "false"
         query = f"?unload={flag}&splitAlgorithmName={algorithm}"
-        self.put(f"/admin/v2/namespaces/{namespace}/{bundle}/split{query}")
+        path = f"/admin/v2/namespaces/{namespace}/{bundle}/split{query}"
+        self._ok(self.http.put(path, timeout=UNLOAD_SECONDS))  # an unload too (see unload)
 
     def bundle_owners(self, cluster: str, namespace: NamespaceName) -> dict[str, str]:
         """Per owned bundle of `namespace`, the id of the broker owning it (each broker's

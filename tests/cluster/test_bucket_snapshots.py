@@ -1,5 +1,5 @@
 """Delayed-delivery bucket snapshots on the real cluster (deletion/domain/kinds.py): the
-brokers run BucketDelayedDeliveryTracker with buckets that seal after 5 messages
+brokers run BucketDelayedDeliveryTracker with buckets that seal after 50 messages
 (harness/pulsar/cluster/broker.conf), so each Shared subscription with delayed messages
 writes a snapshot ledger per sealed bucket and records it in its cursor's properties.
 
@@ -38,7 +38,7 @@ from harness.pulsar_cluster.leaks import managed_ledger_name, plant_buckets
 from tests.real_pulsar import rig
 
 BUCKET = "#pulsar.internal.delayed.bucket"
-DELAYED = 40  # over 4 data ledgers of 10 entries: 3 sealed buckets a subscription
+DELAYED = 200  # over 20 data ledgers of 10 entries: 3 sealed buckets (of 50) a subscription
 PLAIN = 20  # before them, acknowledged by the live subscription: its mark-delete moves on
 MIN_AGE = 5  # the audit's, in seconds
 DELAY = 120.0  # seconds: past the restart on an idle machine, so the tracker recovers them
