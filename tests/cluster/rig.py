@@ -5,8 +5,13 @@ logs for who deleted what."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pulsar
 from kazoo.client import KazooClient
@@ -89,3 +94,17 @@ def settled(
             assert sorted(back) == sorted(one.sent)
     finally:
         reader.close()
+
+
+def audit(cluster: PulsarCluster, *args: str) -> dict[str, Any]:
+    """`ledger-janitor audit -c <the first broker's broker.conf> --json` as an operator runs it
+    (Spark local[2] on loopback), with `args`: its figures, the last line it prints."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger_janitor", "audit", "-c", str(cluster.brokers[0].conf_path),
+         "--spark-master", "local[2]", "--json", *args],
+        capture_output=True, text=True, timeout=1500, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures

@@ -18,9 +18,6 @@ brokers deliver."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -35,6 +32,7 @@ from harness.process import run_cli, wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster, workload
 from harness.pulsar_cluster.cluster import in_parallel
 from harness.pulsar_cluster.leaks import managed_ledger_name, plant_buckets
+from tests.cluster import rig as cluster_rig
 from tests.real_pulsar import rig
 
 BUCKET = "#pulsar.internal.delayed.bucket"
@@ -98,19 +96,13 @@ def _audit_enqueue(
 ) -> dict[int, str]:
     """`ledger-janitor audit -c <broker.conf> --enqueue`, scoped to the namespace: the
     orphans it enqueued, each with its component (its kind)."""
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", "audit", "-c", str(cluster.brokers[0].conf_path),
-         "--spark-master", "local[2]", "--min-age", f"{MIN_AGE}s", "--enqueue", "--json",
-         "--output", str(report), "--set", f"deletionNamespaces={namespace}",
-         "--set", "sendDelaySecondsOfTwoPhaseDeletion=1"],
-        capture_output=True, text=True, timeout=1500, env=env, check=False,
+    figures = cluster_rig.audit(
+        cluster, "--min-age", f"{MIN_AGE}s", "--enqueue", "--output", str(report),
+        "--set", f"deletionNamespaces={namespace}", "--set", "sendDelaySecondsOfTwoPhaseDeletion=1",
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = done.stdout.strip().splitlines()[-1]
-    print("audit:", line)
+    print("audit:", json.dumps(figures))
     # The figures (and so the metrics file) count the kinds apart.
-    by_component = json.loads(line)["orphans_by_component"]
+    by_component = figures["orphans_by_component"]
     assert by_component["DELAYED_INDEX_BUCKET"] >= 3 and by_component["COMPACTED_LEDGER"] >= 1
     found = rig.rows(
         f"SELECT ledger_id, component FROM '{report}/unreferenced/**/*.parquet' "

@@ -6,9 +6,6 @@ namespace that leaked nothing. Start-up, memory and stop are printed (conftest).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,6 +17,7 @@ from deletion.domain.topics import DELETION_TOPIC, SUBSCRIPTION, NamespaceName, 
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster
 from harness.pulsar_cluster.workload import client
+from tests.cluster import rig
 
 PARTITIONS = 16  # over the namespace's 4 bundles, which the 2 brokers share
 
@@ -126,14 +124,7 @@ def _audited_orphans(
 ) -> list[tuple[int, str, str]]:
     """`ledger-janitor audit -c <broker.conf>` as an operator runs it (Spark local[2]): the
     orphans it reports in `namespace`, (ledger, topic, component)."""
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", "audit", "-c", str(cluster.brokers[0].conf_path),
-         "--spark-master", "local[2]", "--min-age", "5s", "--output", str(report), "--json"],
-        capture_output=True, text=True, timeout=1500, env=env, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    print("audit:", done.stdout.strip().splitlines()[-1])
+    print("audit:", json.dumps(rig.audit(cluster, "--min-age", "5s", "--output", str(report))))
     relation = duckdb.sql(
         f"SELECT ledger_id, topic, component FROM '{report}/unreferenced/**/*.parquet' "
         f"WHERE status = 'orphan' AND namespace = '{namespace}'"

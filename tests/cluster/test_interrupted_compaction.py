@@ -14,13 +14,9 @@ broker's internalStats and the view it serves."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pulsar
 from kazoo.client import KazooClient
@@ -30,6 +26,7 @@ from deletion.domain.topics import NamespaceName, TopicName
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster, workload
 from harness.pulsar_cluster.cluster import in_parallel
+from tests.cluster import rig as cluster_rig
 from tests.real_pulsar import rig
 
 KEYS = 20_000  # distinct keys, batched: phase two rewrites every batch
@@ -131,7 +128,10 @@ def test_a_compaction_cut_off_by_its_brokers_death_leaves_a_ledger_a_sidecar_del
 
         for sidecar in cluster.sidecars:
             workload.start_sidecar(sidecar, [ns])
-        figures = _audit_enqueue(cluster, ns)
+        figures = cluster_rig.audit(
+            cluster, "--min-age", "1s", "--enqueue", "--set", f"deletionNamespaces={ns}",
+            "--set", "sendDelaySecondsOfTwoPhaseDeletion=1",
+        )  # fmt: skip
         print("audit:", json.dumps(figures))
         assert figures["orphans_by_component"].get("COMPACTED_LEDGER", 0) >= 1, figures
         wait_until(
@@ -152,18 +152,3 @@ def test_a_compaction_cut_off_by_its_brokers_death_leaves_a_ledger_a_sidecar_del
         assert len(view) == KEYS and view == values
     finally:
         client.close()
-
-
-def _audit_enqueue(cluster: PulsarCluster, namespace: NamespaceName) -> dict[str, Any]:
-    """`ledger-janitor audit -c <broker.conf> --enqueue`, scoped to the namespace: its figures."""
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "ledger_janitor", "audit", "-c", str(cluster.brokers[0].conf_path),
-         "--spark-master", "local[2]", "--min-age", "1s", "--enqueue", "--json",
-         "--set", f"deletionNamespaces={namespace}",
-         "--set", "sendDelaySecondsOfTwoPhaseDeletion=1"],
-        capture_output=True, text=True, timeout=1500, env=env, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return figures

@@ -48,32 +48,37 @@ def join_refresher() -> None:
             thread.join(10)
 
 
-def test_a_refresh_overtaken_by_the_stop_and_the_stores_closing_says_nothing(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    raised: list[BaseException | None] = []
-    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
-    stores = Stores(stopping_meanwhile=True)
+@pytest.fixture
+def raised(monkeypatch: pytest.MonkeyPatch) -> list[BaseException | None]:
+    """What ended a thread, as threading.excepthook is told it."""
+    caught: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: caught.append(args.exc_value))
+    return caught
+
+
+def refreshed_after_close(stopping_meanwhile: bool) -> DeletionWorker:
+    """A started worker whose refresher has read the stores closed under it, and ended."""
+    stores = Stores(stopping_meanwhile)
     running = worker(stores)
     running.start()
     stores.closed.set()
     assert stores.read_after_close.wait(10)
     join_refresher()
+    return running
+
+
+def test_a_refresh_overtaken_by_the_stop_and_the_stores_closing_says_nothing(
+    raised: list[BaseException | None],
+) -> None:
+    running = refreshed_after_close(stopping_meanwhile=True)
     assert raised == []
     running.stop(timeout=10)
 
 
 def test_before_the_stop_a_refresh_bug_ends_the_refresher_and_live_says_so(
-    monkeypatch: pytest.MonkeyPatch,
+    raised: list[BaseException | None],
 ) -> None:
-    raised: list[BaseException | None] = []
-    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
-    stores = Stores(stopping_meanwhile=False)
-    running = worker(stores)
-    running.start()
-    stores.closed.set()
-    assert stores.read_after_close.wait(10)
-    join_refresher()
+    running = refreshed_after_close(stopping_meanwhile=False)
     assert [type(exc) for exc in raised] == [sqlite3.ProgrammingError]
     assert running.live()[0] is False
     running.stop(timeout=10)
