@@ -30,7 +30,7 @@ from audit.progress import ScanProgress
 from audit.report.data import write_html_report
 from audit.scan import files
 from audit.scan.files import REFERENCE_FILE_SCHEMA
-from audit.scan.input_check import checked_rows, checked_rows_and_ids
+from audit.scan.input_check import checked_rows
 from audit.scan.ledgers import ledger_inventory
 from audit.scan.references import metadata_references
 from audit.schema import (
@@ -144,7 +144,8 @@ def _snapshot(scan: DataFrame) -> DataFrame:
 def _count_inventory(inventory: DataFrame, options: AuditOptions) -> tuple[DataFrame, int]:
     """The ledgers, refusing malformed lines and rows without a valid id; one job."""
     path = options.inventory_file
-    return checked_rows(inventory, "the inventory scan", path, INVENTORY_SCHEMA)
+    checked, rows, _ = checked_rows(inventory, "the inventory scan", path, INVENTORY_SCHEMA)
+    return checked, rows
 
 
 def _check_references(
@@ -153,7 +154,7 @@ def _check_references(
     """Refuse malformed lines, and an audit without any reference while ledgers exist; the
     references and a bound on the 64-bit words their ids take (audit.id_words)."""
     path = options.references_file
-    references, rows, span = checked_rows_and_ids(
+    references, rows, span = checked_rows(
         references, "the reference scan", path, REFERENCE_FILE_SCHEMA, ids_required=False
     )
     if rows == 0 and ledgers > 0:

@@ -24,22 +24,10 @@ def checked_rows(
     source: Path | None = None,
     schema: StructType | None = None,
     ids_required: bool = True,
-) -> tuple[DataFrame, int]:
-    """`frame` without the malformed-line column, and its row count; `source` the file it
-    was read from (None: a scan), `schema` what its lines must hold."""
-    checked, rows, _ = checked_rows_and_ids(frame, what, source, schema, ids_required)
-    return checked, rows
-
-
-def checked_rows_and_ids(
-    frame: DataFrame,
-    what: str,
-    source: Path | None = None,
-    schema: StructType | None = None,
-    ids_required: bool = True,
 ) -> tuple[DataFrame, int, tuple[int, int] | None]:
-    """`checked_rows`, and the smallest and largest ledger id (None: none, nulls aside),
-    from the same job."""
+    """`frame` without the malformed-line column, its row count, and its smallest and largest
+    ledger id (None: none, nulls aside), from one job; `source` the file it was read from
+    (None: a scan), `schema` what its lines must hold."""
     ids = sf.col("ledger_id")
     invalid = ids.isNull() | (ids < 0)  # read even when allowed: Spark refuses a query of
     # a JSON file that reads its malformed-line column alone
