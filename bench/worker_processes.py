@@ -26,6 +26,7 @@ from consumers.observer import Observer
 from deletion.domain.outcome import Result
 from deletion.domain.topics import NamespaceName
 from harness.pulsar_lite import skip_consumer_ids
+from ledger_janitor.sidecar.run import freeze_heap
 from ledger_janitor.sidecar.wiring import open_sidecar
 
 CONSUMER_IDS_PER_PROCESS = 500  # a worker takes about a dozen a namespace
@@ -119,6 +120,7 @@ def _sidecar(
         skip_consumer_ids(sidecar.client, index * CONSUMER_IDS_PER_PROCESS)
         count = SharedCount(handled, total, done)
         worker = sidecar.worker(observers=[count], refresh_interval_seconds=1.0)
+        freeze_heap()  # as `run` does before it starts the worker
         ready.wait(READY_SECONDS)
         go.wait(WAIT_SECONDS)
         worker.start()

@@ -46,6 +46,7 @@ from deletion.domain.outcome import Outcome, Result
 from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from deletion.wire import bookkeeper_metadata as bk
 from ledger_janitor import logs
+from ledger_janitor.sidecar.run import freeze_heap
 from ledger_janitor.sidecar.wiring import Sidecar, open_sidecar
 
 WINDOW = 2000  # requests in flight at once in the pipelined raw runs
@@ -81,6 +82,7 @@ def worker_rate(
         released = {i for entry in seeded for i in entry.released}
         counted = Counted(len(released))
         worker = sidecar.worker(observers=[counted], refresh_interval_seconds=1.0)
+        freeze_heap()  # as `run` does before it starts the worker
         span = CpuSpan.start()
         worker.start()
         if not counted.done.wait(600):

@@ -36,8 +36,8 @@ from deletion.domain.in_use import InUseLedgersCache
 from deletion.domain.message import LedgerType, PendingDeleteLedgerInfo
 from deletion.domain.offload_port import OffloadStorage, UnsupportedOffloadDriverError
 from deletion.domain.outcome import Outcome, Result
-from deletion.domain.ports import Deletion, LedgerRecord, LedgerStorage, Session
-from deletion.domain.topics import NamespaceName
+from deletion.domain.ports import Deletion, LedgerRecord, LedgerStorage, Session, TopicLedgers
+from deletion.domain.topics import NamespaceName, TopicName
 from deletion.wire.offload_context import IncompleteOffloadError
 
 V = TypeVar("V")
@@ -88,7 +88,9 @@ class LedgerDeleter:
         what was done (DELETED, ALREADY_GONE, or in a dry run WOULD_DELETE); a Decision,
         that it is not to be deleted now."""
         opened = self._session()
-        checked = [self._checked(candidate, opened) for candidate in batch]
+        snapshots = _Snapshots()
+        checked = [self._checked(candidate, opened, snapshots) for candidate in batch]
+        self.in_use.count_hits(snapshots.reused)
         rulings: list[Ruling] = list(checked)
         ready = [i for i, decision in enumerate(checked) if decision.verdict is SAFE]
         records = self._read([batch[i].info.ledger_id for i in ready])
@@ -145,7 +147,7 @@ class LedgerDeleter:
             "is acted on",
         )
 
-    def _checked(self, candidate: Candidate, session: Session) -> Decision:
+    def _checked(self, candidate: Candidate, session: Session, snapshots: _Snapshots) -> Decision:
         info = candidate.info
         refused = check_namespace(info, candidate.namespace)
         if refused is not None:
@@ -161,20 +163,27 @@ class LedgerDeleter:
                 old_at=settled,
             )
         try:
-            return self._in_use_decision(info, candidate.not_before, settled)
+            return self._in_use_decision(info, candidate.not_before, settled, snapshots)
         except JanitorError as exc:
             return _unknown(exc)
 
     def _in_use_decision(
-        self, info: PendingDeleteLedgerInfo, due: EpochSeconds, settled: EpochSeconds
+        self,
+        info: PendingDeleteLedgerInfo,
+        due: EpochSeconds,
+        settled: EpochSeconds,
+        snapshots: _Snapshots,
     ) -> Decision:
         topic = info.topic_name
         # Without the in-use check's staleness rule, only a snapshot read now will do; and
         # never one read before the connection it was read on was settled.
         fresh_after = max(due if info.check_ledger_still_in_use else self._clock(), settled)
-        snapshot = self.in_use.cached(topic, fresh_after) or self._retry.call(
-            lambda: self.in_use.lookup(topic, fresh_after)
-        )
+        snapshot = snapshots.get(topic, fresh_after)
+        if snapshot is None:
+            snapshot = self.in_use.cached(topic, fresh_after) or self._retry.call(
+                lambda: self.in_use.lookup(topic, fresh_after)
+            )
+            snapshots.keep(topic, snapshot)
         return decide_in_use(info, snapshot, due)
 
     def _cleared(self, info: PendingDeleteLedgerInfo, record: Record, ruling: Decision) -> Decision:
@@ -246,6 +255,26 @@ class LedgerDeleter:
             return Result(Outcome.ALREADY_GONE, why, info)
         why = f"deleted offloaded ledger {info.ledger_id} of {info.topic_name}"
         return Result(Outcome.DELETED, why, info)
+
+
+class _Snapshots:
+    """A batch's in-use snapshots by topic: a batch names the same few topics over and over,
+    and a snapshot the cache gave one message serves the others it is fresh enough for
+    (what the cache would answer them, at a tenth of its cost)."""
+
+    def __init__(self) -> None:
+        self._by_topic: dict[TopicName, TopicLedgers] = {}
+        self.reused = 0
+
+    def get(self, topic: TopicName, fresh_after: EpochSeconds) -> TopicLedgers | None:
+        snapshot = self._by_topic.get(topic)
+        if snapshot is None or snapshot.fetched_at < fresh_after:
+            return None
+        self.reused += 1
+        return snapshot
+
+    def keep(self, topic: TopicName, snapshot: TopicLedgers) -> None:
+        self._by_topic[topic] = snapshot
 
 
 def _deleted(info: PendingDeleteLedgerInfo, deletion: Deletion | JanitorError) -> Ruling:

@@ -56,6 +56,12 @@ class InUseLedgersCache:
                 self.counters.hits += 1
             return cached
 
+    def count_hits(self, count: int) -> None:
+        """Count look-ups a caller answered with a snapshot this cache gave it (a batch's)."""
+        if count:
+            with self._lock:
+                self.counters.hits += count
+
     def lookup(self, topic: TopicName, fresh_after: EpochSeconds | None = None) -> TopicLedgers:
         """The topic's snapshot; with `fresh_after`, one read no earlier than that."""
         with self._lock:

@@ -60,6 +60,10 @@ class NamespaceName:
         return cls(parts[0], parts[1])
 
     def __str__(self) -> str:
+        return self._text
+
+    @functools.cached_property
+    def _text(self) -> str:  # once: every deletion's reasons and log lines spell it
         return f"{self.tenant}/{self.namespace}"
 
     def topic(self, local_name: str) -> str:
@@ -108,6 +112,10 @@ class TopicName:
 
     def __str__(self) -> str:
         """The domain-less form carried in `PendingDeleteLedgerInfo.topicName`."""
+        return self._text
+
+    @functools.cached_property
+    def _text(self) -> str:  # once: every deletion's reasons and log lines spell it
         return f"{self.namespace}/{self.local_name}"
 
     @property

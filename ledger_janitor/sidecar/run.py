@@ -12,6 +12,7 @@ SQLite file that does not exist, say) is not retried: it is reported and `run` e
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
@@ -130,6 +131,7 @@ def connect(
                         metrics=WorkerMetrics(registry or CollectorRegistry()),
                         refresh_interval_seconds=status.refresh_seconds,
                     )
+                    freeze_heap()
                     worker.start()
                     return sidecar, worker
                 except NOT_RETRIED as exc:
@@ -153,6 +155,16 @@ def connect(
     if sidecar is not None:
         sidecar.close()
     return None
+
+
+def freeze_heap() -> None:
+    """Put what the process has built so far out of the cyclic collector's reach
+    (`gc.freeze`): the clients, schemas, configuration and modules live as long as the
+    process, yet each full collection under load walked them all again, which cost the
+    worker 2.5 µs a message (2 collections of about 37 ms in 30,000 deletions, in
+    bench.worker_throughput); frozen, 0.15. Garbage made before is collected first."""
+    gc.collect()
+    gc.freeze()
 
 
 def warn_about_policies(sidecar: Sidecar) -> None:
