@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import resource
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +43,12 @@ class SharedCount(Observer):
         self._handled, self._total, self._done = handled, total, done
         self.own = 0
 
-    def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
-        self.own += 1
-        with self._handled.get_lock():
-            self._handled.value += 1
+    def on_handled_batch(
+        self, handled: Sequence[tuple[NamespaceName, Result]], seconds: float
+    ) -> None:
+        with self._handled.get_lock():  # handler threads call this concurrently
+            self.own += len(handled)
+            self._handled.value += len(handled)
             if self._handled.value >= self._total:
                 self._done.set()
 

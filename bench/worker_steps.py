@@ -62,9 +62,11 @@ class Counted(Observer):
         self._lock = threading.Lock()
         self.done = threading.Event()
 
-    def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
+    def on_handled_batch(
+        self, handled: Sequence[tuple[NamespaceName, Result]], seconds: float
+    ) -> None:
         with self._lock:
-            self._left -= 1
+            self._left -= len(handled)
             if self._left <= 0:
                 self.done.set()
 
@@ -232,8 +234,8 @@ class _BareLoop:
 
     def _delete(self, consumer: Any, received: list[Any], paths: list[str], reads: Any) -> None:
         transaction = self._zookeeper.transaction()
-        for path, (_, stat) in zip(paths, reads.get(), strict=True):
-            transaction.delete(path, stat.version)
+        for path, node in zip(paths, reads.get(), strict=True):
+            transaction.delete(path, node.stat.version)
         transaction.commit_async().rawlink(partial(self._ack, consumer, received))
 
     def _ack(self, consumer: Any, received: list[Any], deletes: Any) -> None:
@@ -301,7 +303,7 @@ def _read_stats(client: Any, paths: list[str], by_multiread: bool) -> list[Any]:
         return [read.get()[1] for read in [client.get_async(p) for p in paths]]
     chunks = [paths[i : i + OPS_PER_REQUEST] for i in range(0, len(paths), OPS_PER_REQUEST)]
     replies = [multi_read_async(client, chunk) for chunk in chunks]
-    return [stat for reply in replies for _, stat in reply.get()]
+    return [node.stat for reply in replies for node in reply.get()]
 
 
 def _delete_at(client: Any, versions: list[tuple[str, int]], multi: bool) -> None:

@@ -77,17 +77,18 @@ class DeletionHandler:
         ]
         rulings = iter(self._deleter.decide(candidates))
         results: list[Result | Exception] = []
+        debug = log.is_enabled_for(logging.DEBUG)  # asked once a batch: it costs an ack's half
         for arrival, info in zip(batch, infos, strict=True):
             ruling = None if isinstance(info, DecodeError) else next(rulings)
             if isinstance(ruling, Result):
                 assert isinstance(info, PendingDeleteLedgerInfo)  # decoded, since ruled on
-                results.append(self._settled(arrival, info, ruling))
+                results.append(self._settled(arrival, info, ruling, debug))
             else:
                 results.append(self._unsettled(arrival, info, ruling))
         return results
 
     def _settled(
-        self, arrival: Arrival, info: PendingDeleteLedgerInfo, result: Result
+        self, arrival: Arrival, info: PendingDeleteLedgerInfo, result: Result, debug: bool
     ) -> Result | Exception:
         """Deleted, or already gone: ack it. The common case, and so kept lean: the message's
         fields go to its one log line, and are worked out only when that line is wanted."""
@@ -97,7 +98,7 @@ class DeletionHandler:
             with _logging_context(arrival, info):
                 log.warning("handing back for redelivery", error=str(exc))
             return exc
-        if log.is_enabled_for(logging.DEBUG):  # INFO says a summary: log_summary.py
+        if debug:  # INFO says a summary: log_summary.py
             log.debug(result.outcome.value, reason=result.reason, **_fields(arrival, info))
         return result
 

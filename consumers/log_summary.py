@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -48,12 +48,18 @@ class LogSummary(Observer):
         self._namespaces: set[NamespaceName] = set()
 
     def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
-        outcome = result.outcome
+        self.on_handled_batch([(namespace, result)], seconds)
+
+    def on_handled_batch(
+        self, handled: Sequence[tuple[NamespaceName, Result]], seconds: float
+    ) -> None:
         with self._lock:
-            self._counts[outcome.value] += 1
-            self._namespaces.add(namespace)
-            if outcome is Outcome.DELETED and result.info and len(self._deleted) <= NAMED:
-                self._deleted.append(result.info.ledger_id)
+            for namespace, result in handled:
+                outcome = result.outcome
+                self._counts[outcome.value] += 1
+                self._namespaces.add(namespace)
+                if outcome is Outcome.DELETED and result.info and len(self._deleted) <= NAMED:
+                    self._deleted.append(result.info.ledger_id)
 
     def on_handed_back(self, namespace: NamespaceName, archived: bool) -> None:
         with self._lock:

@@ -5,7 +5,7 @@ only what it cares about, and the worker notifies unconditionally."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from deletion.domain.outcome import Outcome, Result
 from deletion.domain.topics import NamespaceName
@@ -23,6 +23,14 @@ class Observer:
 
     def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
         """It was acted on, in a batch that took `seconds` to check and delete."""
+
+    def on_handled_batch(
+        self, handled: Sequence[tuple[NamespaceName, Result]], seconds: float
+    ) -> None:
+        """A batch's messages acted on (what the worker tells): each told to `on_handled`,
+        unless overridden, as an observer that takes a lock does, once a batch."""
+        for namespace, result in handled:
+            self.on_handled(namespace, result, seconds)
 
     def on_handed_back(self, namespace: NamespaceName, archived: bool) -> None:
         """It was left for redelivery, or, redelivered too often, `archived` instead."""
@@ -48,6 +56,12 @@ class Observers(Observer):
     def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
         for observer in self._observers:
             observer.on_handled(namespace, result, seconds)
+
+    def on_handled_batch(
+        self, handled: Sequence[tuple[NamespaceName, Result]], seconds: float
+    ) -> None:
+        for observer in self._observers:
+            observer.on_handled_batch(handled, seconds)
 
     def on_handed_back(self, namespace: NamespaceName, archived: bool) -> None:
         for observer in self._observers:
@@ -78,6 +92,14 @@ class WorkerStats(Observer):
 
     def on_handled(self, namespace: NamespaceName, result: Result, seconds: float) -> None:
         self._count(result.outcome)
+
+    def on_handled_batch(
+        self, handled: Sequence[tuple[NamespaceName, Result]], seconds: float
+    ) -> None:
+        with self._lock:
+            for _, result in handled:
+                value = result.outcome.value
+                self.outcomes[value] = self.outcomes.get(value, 0) + 1
 
     def on_handed_back(self, namespace: NamespaceName, archived: bool) -> None:
         with self._lock:

@@ -307,11 +307,13 @@ class DeletionWorker:
                 self._hand_back(arrival, "handling the batch failed")
             return
         seconds = time.monotonic() - started
+        handled = []
         for arrival, result in zip(batch, results, strict=True):
             if isinstance(result, Exception):
                 self._hand_back(arrival, str(result))
             else:
-                self._observer.on_handled(arrival.namespace, result, seconds)
+                handled.append((arrival.namespace, result))
+        self._observer.on_handled_batch(handled, seconds)
 
     def _hand_back(self, arrival: Arrival, failure: str | None = None) -> None:
         """Redeliver later. A message whose handling failed goes to the archive instead once

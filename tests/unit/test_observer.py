@@ -41,6 +41,20 @@ def test_observers_notify_each_in_order_and_default_hooks_do_nothing() -> None:
     assert calls == [("a", NS), ("b", NS), ("a", Outcome.DELETED), ("b", Outcome.DELETED)]
 
 
+def test_a_batch_is_told_once_to_each_and_as_its_messages_to_the_per_message_hook() -> None:
+    calls: list[tuple[str, object]] = []
+    stats, summary = WorkerStats(), LogSummary()
+    handled = [(NS, _deleted(4)), (ELSEWHERE, Result(Outcome.ALREADY_GONE, "", INFO))]
+    Observers([Named("a", calls), stats, summary]).on_handled_batch(handled, 0.1)
+    assert calls == [("a", Outcome.DELETED), ("a", Outcome.ALREADY_GONE)]
+    assert stats.summary() == {
+        "received": 0, "held_early": 0, "handed_back": 0, "deleted": 1, "already_gone": 1
+    }  # fmt: skip
+    taken = summary.take()
+    assert taken is not None and taken["deleted_ledgers"] == [4]
+    assert taken["namespaces"] == ["tenant/elsewhere", "tenant/ns"]
+
+
 def test_stats_count_what_the_worker_did() -> None:
     stats = WorkerStats()
     stats.on_received(NS)

@@ -11,6 +11,7 @@ import struct
 from kazoo.exceptions import NoAuthError, NoNodeError
 
 from deletion.adapters.stores.zookeeper_multiread import MultiRead
+from deletion.domain.ports import Stat
 
 STAT = (11, 12, 1_700_000_000_000, 1_700_000_000_001, 3, 0, 0, 0, 2, 0, 13)
 
@@ -42,9 +43,9 @@ def test_a_reply_gives_each_read_its_data_or_its_error() -> None:
     )  # fmt: skip
     first, missing, empty, refused = MultiRead.deserialize(reply, 4)
     assert not isinstance(first, Exception) and not isinstance(empty, Exception)
-    assert first[0] == b"hi" and tuple(first[1]) == STAT
-    assert first[1].ctime == STAT[2] and first[1].version == 3
-    assert empty[0] == b""
+    assert first.data == b"hi"
+    assert first.stat == Stat(version=3, ctime_ms=STAT[2], mtime_ms=STAT[3])
+    assert empty.data == b""
     assert isinstance(missing, NoNodeError) and isinstance(refused, NoAuthError)
 
 

@@ -338,7 +338,7 @@ class ZooKeeperMetadataStore(MetadataStore):
                 elif isinstance(reply, Exception):
                     raise _translation(path, reply) from reply
                 else:
-                    yield key, Node(reply[0], _stat(reply[1]))
+                    yield key, reply
         except RequestFailedError as exc:
             if isinstance(exc.cause, _TRANSLATED):
                 raise _translation(exc.path, exc.cause) from exc.cause

@@ -27,10 +27,11 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import struct
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import EXCEPTIONS, MarshallingError, NoNodeError, UnimplementedError
@@ -43,8 +44,9 @@ from kazoo.protocol.serialization import (
     multiheader_struct,
     stat_struct,
 )
-from kazoo.protocol.states import ZnodeStat
 from kazoo.retry import KazooRetry
+
+from deletion.domain.ports import Node, Stat
 
 K = TypeVar("K")
 log = logging.getLogger(__name__)
@@ -54,9 +56,12 @@ _END = multiheader_struct.pack(-1, True, -1)
 _GET_DATA_HEADER = MultiHeader(GetData.type, False, -1).serialize()
 _INT = int_struct.size
 _STAT = stat_struct.size
+# Of a Stat (czxid, mzxid, ctime, mtime, version, ...), what a Node keeps.
+_STAT_KEPT = struct.Struct(">16xqqi")
+_NO_WATCH = b"\x00"
 
-# One read's answer: its data and stat, or its error.
-Reply = tuple[bytes, ZnodeStat] | Exception
+# One read's answer: the znode, or its error.
+Reply = Node | Exception
 
 
 class RequestFailedError(Exception):
@@ -77,10 +82,15 @@ class MultiRead:
         self.paths = paths
 
     def serialize(self) -> bytearray:
+        """As kazoo's GetData(path, watch=None).serialize() would write each read, inlined:
+        the request is built once a deletion and once a znode of an audit's scan."""
         out = bytearray()
         for path in self.paths:
+            encoded = path.encode("utf-8")
             out += _GET_DATA_HEADER
-            out += GetData(path, None).serialize()
+            out += int_struct.pack(len(encoded))
+            out += encoded
+            out += _NO_WATCH
         out += _END
         return out
 
@@ -101,7 +111,8 @@ class MultiRead:
             offset += _INT
             data = bytes(buffer[offset : offset + size]) if size > 0 else b""
             offset += max(size, 0)
-            replies.append((data, ZnodeStat._make(stat_struct.unpack_from(buffer, offset))))
+            ctime, mtime, version = _STAT_KEPT.unpack_from(buffer, offset)
+            replies.append(Node(data, Stat(version=version, ctime_ms=ctime, mtime_ms=mtime)))
             offset += _STAT
 
 
@@ -203,7 +214,7 @@ class MultiReader:
         except Exception as exc:
             raise RequestFailedError(path, exc) from exc
         else:
-            yield key, path, (bytes(data or b""), stat)
+            yield key, path, _node(data, stat)
         yield from self._one_by_one(batch[1:])
 
     def _settled(
@@ -246,4 +257,10 @@ def _single(key: K, path: str, reply: IAsyncResult, timeout: float) -> tuple[K, 
         return key, path, exc
     except Exception as exc:
         raise RequestFailedError(path, exc) from exc
-    return key, path, (bytes(data or b""), stat)
+    return key, path, _node(data, stat)
+
+
+def _node(data: bytes | None, stat: Any) -> Node:
+    """kazoo's answer to a get, as a multiRead's reply gives it."""
+    kept = Stat(version=stat.version, ctime_ms=stat.ctime, mtime_ms=stat.mtime)
+    return Node(bytes(data or b""), kept)
