@@ -37,6 +37,7 @@ from bench._common import (
 from bench.cpu import CpuSpan
 from config import ServiceConfiguration
 from consumers.observer import Observer
+from deletion.adapters.stores import zookeeper_multi_delete as multi_delete
 from deletion.adapters.stores.zookeeper_multiread import OPS_PER_REQUEST, multi_read_async
 from deletion.domain import message
 from deletion.domain.deleter import Candidate, LedgerDeleter
@@ -168,9 +169,10 @@ def raw_work_rate(
     receive a batch, read the ledger ids out of the records and send one multiRead of their
     znodes; its answer sends one multi deleting them at the versions read, and that one's
     answer acks the messages (kazoo's callbacks), with up to RAW_BATCHES_IN_FLIGHT batches
-    in flight: the fastest way found for this work here, where the broker, ZooKeeper and
-    the client share the cores. Timed from the subscribing to the last ack, with the CPU
-    that span used."""
+    in flight; the requests built as the worker builds them (`multi_read_async`,
+    `zookeeper_multi_delete.send`): the fastest way found for this work here, where the
+    broker, ZooKeeper and the client share the cores. Timed from the subscribing to the last
+    ack, with the CPU that span used."""
     sidecar = open_sidecar(svc.config(chroot), client_log=svc.root / "client.log")
     try:
         seeded = seed_pending_deletions(sidecar, count, topics)
@@ -233,10 +235,10 @@ class _BareLoop:
         return int(record["ledgerId"])
 
     def _delete(self, consumer: Any, received: list[Any], paths: list[str], reads: Any) -> None:
-        transaction = self._zookeeper.transaction()
-        for path, node in zip(paths, reads.get(), strict=True):
-            transaction.delete(path, node.stat.version)
-        transaction.commit_async().rawlink(partial(self._ack, consumer, received))
+        nodes = reads.get()
+        versions = [(path, node.stat.version) for path, node in zip(paths, nodes, strict=True)]
+        (multi,) = multi_delete.send(self._zookeeper, versions)  # as the worker sends them
+        multi.reply.rawlink(partial(self._ack, consumer, received))
 
     def _ack(self, consumer: Any, received: list[Any], deletes: Any) -> None:
         if not all(result is True for result in deletes.get()):

@@ -53,7 +53,7 @@ def ledger_row(ledger_id: int, data: bytes, znode_ctime_ms: int) -> InventoryRow
         return (ledger_id, znode_ctime_ms, None, None)
     ctime = metadata.ctime if metadata.HasField("ctime") and metadata.ctime > 0 else None
     closed = metadata.state == LedgerMetadataFormat.CLOSED and metadata.HasField("length")
-    custom = {k: v.decode("utf-8", "replace") for k, v in formats.custom_metadata(metadata).items()}
+    custom = {e.key: e.value.decode("utf-8", "replace") for e in metadata.customMetadata}
     return (ledger_id, ctime or znode_ctime_ms, custom, metadata.length if closed else None)
 
 

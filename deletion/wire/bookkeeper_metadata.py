@@ -45,16 +45,20 @@ def is_reserved(name: str) -> bool:
     return name in RESERVED_NODES or name.startswith("idgen")
 
 
+# `ledger_path`'s two shapes (2-4-4 and 3-4-4-4-4 digits, the last part after the prefix).
+_LEDGER_RELATIVE = re.compile(
+    rf"[0-9]{{2}}/[0-9]{{4}}/{LEDGER_NODE_PREFIX}[0-9]{{4}}"
+    rf"|[0-9]{{3}}/[0-9]{{4}}/[0-9]{{4}}/[0-9]{{4}}/{LEDGER_NODE_PREFIX}[0-9]{{4}}"
+)
+
+
 def ledger_id_of(relative_path: str) -> int | None:
-    """The id a hierarchical path below the root names, or None if it names no ledger."""
-    parts = relative_path.strip("/").split("/")
-    if len(parts) not in (3, 5) or not parts[-1].startswith(LEDGER_NODE_PREFIX):
+    """The id a hierarchical path below the root names, or None if it names no ledger.
+    Asked of every znode an audit lists: one match, then the digits."""
+    relative = relative_path.strip("/")
+    if _LEDGER_RELATIVE.fullmatch(relative) is None:
         return None
-    digits = "".join(parts[:-1]) + parts[-1][len(LEDGER_NODE_PREFIX) :]
-    widths = (2, 4, 4) if len(parts) == 3 else (3, 4, 4, 4, 4)
-    if not digits.isdigit() or [len(p) for p in parts[:-1]] + [len(parts[-1]) - 1] != list(widths):
-        return None
-    return int(digits)
+    return int(relative.replace("/", "").replace(LEDGER_NODE_PREFIX, ""))
 
 
 def encode_v3(metadata: LedgerMetadataFormat) -> bytes:
