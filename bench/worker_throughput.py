@@ -25,7 +25,8 @@ warm), R rounds each measure, on the same count N and in this order:
    subscription (Shared, partitioned deletion and retry topics, one listener thread);
 5. the whole work by a bare loop with none of the product's checks (`raw_work_rate`:
    receive a batch, one multiRead, one multi delete, ack; pipelined, two consumers a
-   namespace), on the same seeding as the worker: what this work reaches on this machine,
+   namespace; the requests built as the worker builds them), on the same seeding as the
+   worker: what this work reaches on this machine,
    where the broker, ZooKeeper and the client share the cores.
 Each figure is the best of its R rounds; the limit is the fastest of the three raw pair runs
 (the best raw rate of the same work), or consume-and-ack if that is slower. The bare loop's
