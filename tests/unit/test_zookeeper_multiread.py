@@ -7,10 +7,16 @@ tests/integration/test_zookeeper_stream.py."""
 from __future__ import annotations
 
 import struct
+from typing import cast
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
+from kazoo.protocol.paths import _prefix_root, normpath
 
-from deletion.adapters.stores.zookeeper_multiread import MultiRead
+from deletion.adapters.stores.zookeeper_multiread import MultiRead, RequestFailedError, chrooted
 from deletion.domain.ports import Stat
 
 STAT = (11, 12, 1_700_000_000_000, 1_700_000_000_001, 3, 0, 0, 0, 2, 0, 13)
@@ -51,3 +57,29 @@ def test_a_reply_gives_each_read_its_data_or_its_error() -> None:
 
 def test_an_empty_reply_has_no_reads() -> None:
     assert MultiRead.deserialize(struct.pack(">i?i", -1, True, -1), 0) == []
+
+
+class _Client:
+    def __init__(self, chroot: str) -> None:
+        self.chroot = chroot
+
+
+_PART = st.sampled_from(["", ".", "..", "...", ".x", "x.", "a", "L0001", "ü", "a b"])
+
+
+# A chroot as a kazoo client holds one: normalized when it was made (`set_hosts`).
+_CHROOT = st.lists(st.sampled_from(["", "a", "ü", "x.", "..."]), max_size=3).map(
+    lambda parts: normpath("/".join(parts)) if any(parts) else ""
+)
+
+
+@given(_CHROOT, st.lists(_PART, max_size=5).map("/".join))
+def test_paths_go_under_the_chroot_as_kazoo_puts_them(chroot: str, path: str) -> None:
+    for path_form in (path, "/" + path, "/" + path + "/"):
+        try:
+            expected = _prefix_root(chroot, path_form)
+        except ValueError:
+            with pytest.raises(RequestFailedError):
+                chrooted(cast(KazooClient, _Client(chroot)), [path_form])
+            continue
+        assert chrooted(cast(KazooClient, _Client(chroot)), [path_form]) == [expected]

@@ -12,7 +12,8 @@ The shapes are the server's (apache/zookeeper): `MultiOperationRecord.serialize`
 false, err)` then `GetDataResponse(data, stat)`, or `ErrorResponse(err)` under type -1);
 `FinalRequestProcessor` answers each read on its own, so a missing znode is an error result
 (NONODE) beside the others' data. Requests and replies go through kazoo's own connection
-(`KazooClient._call`) and are built with its serialization helpers.
+(`KazooClient._call`), written and read as its serialization helpers would (inlined: a
+request is built once a deletion, and once a znode of an audit's scan).
 
 A server before 3.6 answers UNIMPLEMENTED, then closes the connection
 (`UnimplementedRequestProcessor`; the reply is read before the close, and kazoo reconnects
@@ -134,10 +135,7 @@ def _root(chroot: str) -> str:
     return str(_norm_root(chroot))
 
 
-def under_chroot(root: str, chroot: str, path: str) -> str:
-    """`path` under the client's chroot, as kazoo's requests make it (`_prefix_root`, which
-    also refuses relative segments): a path already normal is only prefixed, which costs a
-    tenth of kazoo's normalization, paid twice a deletion. `root` is `_root(chroot)`."""
+def _under_chroot(root: str, chroot: str, path: str) -> str:
     if _NORMAL.fullmatch(path) is not None:
         return path if root == "/" else root + path
     try:
@@ -147,9 +145,11 @@ def under_chroot(root: str, chroot: str, path: str) -> str:
 
 
 def chrooted(client: KazooClient, paths: Iterable[str]) -> list[str]:
-    """Each path under the client's chroot (`under_chroot`)."""
+    """Each path under the client's chroot, as kazoo's requests put it (`_prefix_root`,
+    which also refuses relative segments: RequestFailedError); a path already normal, as
+    every ledger path is, is only prefixed, at a tenth of the cost, paid twice a deletion."""
     root = _root(client.chroot)
-    return [under_chroot(root, client.chroot, path) for path in paths]
+    return [_under_chroot(root, client.chroot, path) for path in paths]
 
 
 class MultiReader:
