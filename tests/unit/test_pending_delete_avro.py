@@ -5,13 +5,14 @@ re-encoding of what it read gives back (the canonical encoding, which decode dem
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from deletion.domain import message
 from deletion.wire import pending_delete_avro
 
 SCHEMA = fastavro.parse_schema(
@@ -171,3 +172,20 @@ def test_the_valid_vector_is_read() -> None:
     assert pending_delete_avro.read(VALID) == fastavro.schemaless_reader(
         io.BytesIO(VALID), SCHEMA, None
     )
+
+
+def test_the_layout_read_is_the_current_schema() -> None:
+    """The reader's field order and symbols are those of the .avsc the domain publishes, as
+    is this test's own copy of it (a change there must change the reader too)."""
+
+    def shape(definition: dict[str, Any]) -> list[tuple[str, Any]]:
+        return [
+            (f["name"], [t.get("symbols") for t in f["type"] if isinstance(t, dict)])
+            for f in definition["fields"]
+        ]
+
+    published = shape(message.SCHEMA_DEFINITION)
+    assert published == shape(cast(dict[str, Any], SCHEMA))
+    symbols = dict(published)
+    assert symbols["ledgerComponent"] == [list(pending_delete_avro.COMPONENTS)]
+    assert symbols["ledgerType"] == [list(pending_delete_avro.TYPES)]
