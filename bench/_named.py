@@ -138,8 +138,8 @@ NAMED: tuple[NamedMutant, ...] = (
         "zookeeper",
         "delete ignoring the version read (multi request)",
         "deletion/adapters/stores/zookeeper_multi_delete.py",
-        "transaction.delete(path, version)",
-        "transaction.delete(path)",
+        "Delete(paths[place], versions[place][1])",
+        "Delete(paths[place], -1)",
         ("tests/integration/test_stores.py", "tests/integration/test_zookeeper_multi_delete.py"),
     ),
     NamedMutant(
