@@ -279,6 +279,14 @@ NAMED: tuple[NamedMutant, ...] = (
     ),
     NamedMutant(
         "deleter",
+        "a batch's snapshot reused whatever the due time",
+        "deletion/domain/deleter.py",
+        "if snapshot is None or snapshot.fetched_at < fresh_after:",
+        "if snapshot is None:",
+        (*HANDLER, DELETER),
+    ),
+    NamedMutant(
+        "deleter",
         "an unchecked message decided on a cached snapshot",
         "deletion/domain/deleter.py",
         "fresh_after = max(due if info.check_ledger_still_in_use else self._clock(), settled)",

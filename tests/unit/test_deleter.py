@@ -60,6 +60,23 @@ def test_an_unchecked_message_is_decided_on_a_snapshot_read_now(rig: Rig) -> Non
     assert 3 in rig.storage.records and rig.source.calls == 2
 
 
+def test_a_batch_reuses_a_snapshot_only_for_the_messages_it_is_fresh_enough_for(
+    rig: Rig,
+) -> None:
+    """A batch keeps the snapshot the cache gave its first message of a topic for the next
+    ones; an unchecked one later in the batch still wants a snapshot read now."""
+    rig.cache = rig.new_cache()
+    rig.source.fetched_at = DUE + 10
+    rig.cache.lookup(TOPIC)
+    rig.source.ledgers, rig.source.fetched_at = frozenset({3, 5, 9}), NOW
+    rig.storage.records[6] = _record(6)
+    results = rig.handle_batch(_info(4), _info(6), _info(3, check=False))
+    assert _outcomes(results) == ["deleted", "deleted", "reconsumed"]
+    assert "still referenced" in results[2].reason
+    assert rig.source.calls == 2  # the first look-up, then the unchecked message's
+    assert rig.cache.counters.hits == 2  # the first message's, and the second's from the batch
+
+
 def test_the_message_topic_is_the_one_looked_up(rig: Rig) -> None:
     # Ledger 5 is referenced by TOPIC only; any other topic has no managed ledger at all.
     result = rig.handle(_info(5))
