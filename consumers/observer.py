@@ -96,10 +96,7 @@ class WorkerStats(Observer):
     def on_handled_batch(
         self, handled: Sequence[tuple[NamespaceName, Result]], seconds: float
     ) -> None:
-        with self._lock:
-            for _, result in handled:
-                value = result.outcome.value
-                self.outcomes[value] = self.outcomes.get(value, 0) + 1
+        self._count(*(result.outcome for _, result in handled))
 
     def on_handed_back(self, namespace: NamespaceName, archived: bool) -> None:
         with self._lock:
@@ -116,6 +113,7 @@ class WorkerStats(Observer):
                 **self.outcomes,
             }
 
-    def _count(self, outcome: Outcome) -> None:
-        with self._lock:
-            self.outcomes[outcome.value] = self.outcomes.get(outcome.value, 0) + 1
+    def _count(self, *outcomes: Outcome) -> None:
+        with self._lock:  # once for a batch's
+            for outcome in outcomes:
+                self.outcomes[outcome.value] = self.outcomes.get(outcome.value, 0) + 1

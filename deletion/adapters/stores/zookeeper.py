@@ -34,7 +34,12 @@ from core.errors import (
     VersionConflictError,
 )
 from deletion.adapters.stores import zookeeper_multi_delete as multi_delete
-from deletion.adapters.stores.zookeeper_multiread import MultiReader, RequestFailedError
+from deletion.adapters.stores.zookeeper_multiread import (
+    MultiReader,
+    RequestFailedError,
+    node_of,
+    stat_of,
+)
 from deletion.adapters.stores.zookeeper_select import SelectHandler
 from deletion.adapters.stores.zookeeper_session import SessionWatch
 from deletion.adapters.stores.zookeeper_tls_witness import TlsFailureWitness
@@ -139,16 +144,12 @@ def connect_client(
     return _started(hosts + chroot, timeout, options)
 
 
-def _stat(zstat: Any) -> Stat:
-    return Stat(version=zstat.version, ctime_ms=zstat.ctime, mtime_ms=zstat.mtime)
-
-
 def _read(reply: IAsyncResult, timeout: float) -> Node | None:
     try:
         data, zstat = reply.get(timeout=timeout)
     except NoNodeError:
         return None
-    return Node(bytes(data or b""), _stat(zstat))
+    return node_of(data, zstat)
 
 
 def _listed(reply: IAsyncResult, timeout: float) -> list[str]:
@@ -251,7 +252,7 @@ class ZooKeeperMetadataStore(MetadataStore):
                 _, zstat = self._client.create(path, data, makepath=True, include_data=True)
             except NodeExistsError as exc:
                 raise VersionConflictError(f"{path} already exists") from exc
-        return _stat(zstat)
+        return stat_of(zstat)
 
     def set(self, path: str, data: bytes, expected_version: int = ANY_VERSION) -> Stat:
         return self._versioned(path, lambda: self._client.set(path, data, version=expected_version))
@@ -347,7 +348,7 @@ class ZooKeeperMetadataStore(MetadataStore):
     def _versioned(self, path: str, operation: Callable[[], Any]) -> Stat:
         with _translated(path):
             try:
-                return _stat(operation())
+                return stat_of(operation())
             except (BadVersionError, NoNodeError) as exc:
                 raise VersionConflictError(f"{path}: {type(exc).__name__}") from exc
 

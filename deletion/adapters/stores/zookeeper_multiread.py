@@ -214,7 +214,7 @@ class MultiReader:
         except Exception as exc:
             raise RequestFailedError(path, exc) from exc
         else:
-            yield key, path, _node(data, stat)
+            yield key, path, node_of(data, stat)
         yield from self._one_by_one(batch[1:])
 
     def _settled(
@@ -257,10 +257,14 @@ def _single(key: K, path: str, reply: IAsyncResult, timeout: float) -> tuple[K, 
         return key, path, exc
     except Exception as exc:
         raise RequestFailedError(path, exc) from exc
-    return key, path, _node(data, stat)
+    return key, path, node_of(data, stat)
 
 
-def _node(data: bytes | None, stat: Any) -> Node:
+def stat_of(zstat: Any) -> Stat:
+    """What a Node keeps of kazoo's ZnodeStat (as a multiRead's reply is read)."""
+    return Stat(version=zstat.version, ctime_ms=zstat.ctime, mtime_ms=zstat.mtime)
+
+
+def node_of(data: bytes | None, zstat: Any) -> Node:
     """kazoo's answer to a get, as a multiRead's reply gives it."""
-    kept = Stat(version=stat.version, ctime_ms=stat.ctime, mtime_ms=stat.mtime)
-    return Node(bytes(data or b""), kept)
+    return Node(bytes(data or b""), stat_of(zstat))
