@@ -182,7 +182,7 @@ def previous_rule(
     if record is None or (snapshot.exists and largest is not None and info.ledger_id <= largest):
         return Decision(Verdict.SAFE_TO_DELETE, "vouched for by the topic's newest ledger")
     aged = decide_age(info.ledger_id, record.ctime_ms, snapshot.fetched_at, margins)
-    return replace(aged, old_at=None)
+    return aged._replace(old_at=None)
 
 
 def one_case(kind: str, age: float, rule: tuple[bool, int, int], root: Path) -> tuple[float, int]:

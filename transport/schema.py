@@ -20,8 +20,7 @@ import json
 import threading
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import _pulsar
 import pulsar
@@ -36,10 +35,10 @@ log = structlog.get_logger(__name__)
 _NO_WRITER = "no AVRO writer schema in the registry; the message is read by its first byte"
 
 
-@dataclass(frozen=True)
-class Written:
+class Written(NamedTuple):
     """A payload and the definition of the schema its producer declared, if the registry
-    told us; what `Message.value()` gives for a consumer of a DeclaredAvroSchema."""
+    told us; what `Message.value()` gives for a consumer of a DeclaredAvroSchema (one a
+    message: a named tuple)."""
 
     payload: bytes
     writer: Mapping[str, Any] | None
@@ -53,6 +52,7 @@ class DeclaredAvroSchema(Schema):  # type: ignore[misc]  # pulsar ships no type 
         self.registration = Registration(register)
         self._client: Any = None
         self._writers: dict[tuple[str, int], Mapping[str, Any] | None] = {}
+        self._by_arrival: dict[tuple[str, int], Mapping[str, Any] | None] = {}
         self._lock = threading.Lock()
 
     def encode(self, obj: Any) -> bytes:
@@ -79,10 +79,16 @@ class DeclaredAvroSchema(Schema):  # type: ignore[misc]  # pulsar ships no type 
         tells the writer by the first byte. A transient failure raises TransientBrokerError
         and caches nothing: the message is handed back and asks again, rather than be read
         with a guessed schema."""
+        # Known by the name the message arrived on: every message asks, so without parsing
+        # the name or taking the lock (one dict read is atomic).
+        arrived = (topic, version)
+        if arrived in self._by_arrival:  # never removed once there
+            return self._by_arrival[arrived]
         # The registry keeps one schema per topic, partitions included (`getSchemaName`).
         key = (base_topic(topic), version)
         with self._lock:
             if key in self._writers:
+                self._by_arrival[arrived] = self._writers[key]
                 return self._writers[key]
         try:
             info = self._client.get_schema_info(key[0], version)
@@ -98,6 +104,7 @@ class DeclaredAvroSchema(Schema):  # type: ignore[misc]  # pulsar ships no type 
                 log.warning(_NO_WRITER, topic=key[0], version=version, error="not AVRO")
         with self._lock:
             self._writers[key] = writer
+            self._by_arrival[arrived] = writer
         return writer
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from core.clock import EpochSeconds
 from core.errors import DecodeError
@@ -25,8 +26,10 @@ class Verdict(Enum):
     REFUSED = "refused"  # never on this message (not its namespace, not its ledger): archive it
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
+    """A verdict and why. A named tuple, not a frozen dataclass: one or two are made for every
+    message, and a tuple is made in half the time."""
+
     verdict: Verdict
     reason: str
     # The ledger is known to be referenced (not merely unknown or stale): retrying soon
@@ -297,14 +300,17 @@ def check_ownership(info: PendingDeleteLedgerInfo, record: LedgerRecord) -> Deci
         if kind is None
         else kinds.expected_items(info.topic_name, kind)
     )
+    written = record.custom_metadata
     for key, value in expected:
+        if written.get(key) == _utf8(value):  # as the text compared below, without decoding
+            continue
         actual = record.metadata_text(key)
         if actual != value:
             return Decision(
                 Verdict.REFUSED,
                 f"ledger {info.ledger_id} metadata {key}={actual!r}, expected {value!r}",
             )
-    is_cursor = record.metadata_text(CURSOR_KEY) is not None
+    is_cursor = CURSOR_KEY in written
     if kind is None and is_cursor != (info.ledger_component is LedgerComponent.MANAGED_CURSOR):
         return Decision(
             Verdict.REFUSED,
@@ -312,6 +318,11 @@ def check_ownership(info: PendingDeleteLedgerInfo, record: LedgerRecord) -> Deci
             f"but the message says {info.ledger_component.value}",
         )
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _utf8(text: str) -> bytes:
+    return text.encode()
 
 
 def expected_metadata(topic: TopicName, component: LedgerComponent) -> dict[str, str]:

@@ -16,9 +16,8 @@ between the reads and the deletes, nothing is deleted: the batch is handed back.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from core.clock import EpochSeconds, WallClock, wall_clock
 from core.errors import ConnectionBrokenError, DecodeError, JanitorError, OffloadOwnershipError
@@ -48,9 +47,9 @@ Ruling = Decision | Result
 SAFE = Verdict.SAFE_TO_DELETE
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A pending deletion, the namespace whose deletion topic it came from, and its due time."""
+class Candidate(NamedTuple):
+    """A pending deletion, the namespace whose deletion topic it came from, and its due time
+    (a named tuple: one a message)."""
 
     info: PendingDeleteLedgerInfo
     namespace: NamespaceName

@@ -3,8 +3,8 @@ the CLI. A `Verdict` (decision.py) says what may be done; an `Outcome` says what
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from deletion.domain.message import PendingDeleteLedgerInfo
 
@@ -23,9 +23,8 @@ class Outcome(Enum):
     WOULD_REARCHIVE = "would_rearchive"
 
 
-@dataclass(frozen=True)
-class Result:
-    """What was done with one pending deletion, and why."""
+class Result(NamedTuple):
+    """What was done with one pending deletion, and why (a named tuple: one a message)."""
 
     outcome: Outcome
     reason: str

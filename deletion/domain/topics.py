@@ -66,6 +66,13 @@ class NamespaceName:
     def _text(self) -> str:  # once: every deletion's reasons and log lines spell it
         return f"{self.tenant}/{self.namespace}"
 
+    def __hash__(self) -> int:
+        return self._hash
+
+    @functools.cached_property
+    def _hash(self) -> int:  # once: names key the caches every deletion looks up
+        return hash((self.tenant, self.namespace))
+
     def topic(self, local_name: str) -> str:
         return f"persistent://{self}/{local_name}"
 
@@ -117,6 +124,13 @@ class TopicName:
     @functools.cached_property
     def _text(self) -> str:  # once: every deletion's reasons and log lines spell it
         return f"{self.namespace}/{self.local_name}"
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @functools.cached_property
+    def _hash(self) -> int:  # once: names key the caches every deletion looks up
+        return hash((self.namespace, self.local_name))
 
     @property
     def full_name(self) -> str:
