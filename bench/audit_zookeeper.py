@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from audit.scan.ledgers import ZooKeeperTarget, expand_buckets, scan_buckets, zookeeper_inventory
+from bench.cpu import CpuSpan
 from bench.rss import jvm_pid, measured
 from config import parse_store_url
 from deletion.adapters.opening import StoreSpec
@@ -103,6 +104,13 @@ def raw_multiread(hosts: str, n: int, in_flight: int = 10) -> float:
         client.close()
 
 
+def _raw_run(hosts: str, n: int) -> tuple[float, dict[str, float]]:
+    """`raw_multiread`'s seconds, and the CPU the machine spent meanwhile."""
+    span = CpuSpan.start()
+    seconds = raw_multiread(hosts, n)
+    return seconds, span.figures(n)
+
+
 @dataclass(frozen=True)
 class ServerCpu:
     """CPU seconds a local server process has used (utime + stime of /proc/PID/stat)."""
@@ -142,14 +150,17 @@ def bench_zookeeper(
     target = ZooKeeperTarget(StoreSpec(parse_store_url(f"zk:{hosts}")))
     warm_up(spark, hosts, n)
     server_before = server.seconds() if server else 0.0
+    span = CpuSpan.start()
     spark_count, spark_s, spark_rss = measured(
         lambda: zookeeper_inventory(spark, target).count(), jvm
     )
+    spark_cpu = span.figures(n)
     server_spark = server.seconds() - server_before if server else 0.0
     log.print(f"zookeeper: scanned by Spark at {n / spark_s:,.0f}/s")
     single_count, single_s, single_rss = measured(lambda: single_process_scan(target))
     assert spark_count == single_count == n, (spark_count, single_count)
-    raw_s = min(raw_multiread(hosts, n) for _ in range(2))  # the limit: its better of two
+    raw_runs = [_raw_run(hosts, n) for _ in range(2)]
+    raw_s, raw_cpu = min(raw_runs, key=lambda run: run[0])  # the limit: its better of two
     log.print(f"zookeeper: read raw by multiRead at {n / raw_s:,.0f}/s")
     spark_per_s = round(n / spark_s)
     return {
@@ -164,6 +175,15 @@ def bench_zookeeper(
         "server_cpu_us_per_read": round(server_spark / n * 1e6, 1) if server else None,
         "raw_multiread_per_s": round(n / raw_s),
         "ratio_to_raw": raw_s / spark_s,
+        # What bounds the scan on this machine: its whole CPU per znode (the server's, the
+        # Python workers', the JVM's), were every core busy.
+        "machine_cores": spark_cpu["machine_cores"],
+        "spark_machine_cpu_us_per_read": round(spark_cpu["machine_cpu_us_per_message"], 1),
+        "spark_machine_busy_cores": round(spark_cpu["machine_busy_cores"], 2),
+        "raw_machine_cpu_us_per_read": round(raw_cpu["machine_cpu_us_per_message"], 1),
+        "spark_all_cores_bound_per_s": round(
+            spark_cpu["machine_cores"] / spark_cpu["machine_cpu_us_per_message"] * 1e6
+        ),
         "raw_goal": RAW_GOAL,
         "raw_goal_met": raw_s / spark_s >= RAW_GOAL,
         "target_per_s": TARGET_PER_S,
@@ -178,9 +198,17 @@ def zookeeper_verdicts(zk: dict[str, Any], compare: Any) -> list[str]:
     cost = f"; the server spent {server:.0f} µs of CPU per read" if server is not None else ""
     ratio = zk["ratio_to_raw"]
     raw = "met" if zk["raw_goal_met"] else f"MISSED by {zk['raw_goal'] - ratio:.2f}"
+    bound = zk["spark_all_cores_bound_per_s"]
+    share = f", the server {server:.0f} µs of it" if server is not None else ""
     return [
         f"ZooKeeper scan at {ratio:.2f} of the raw multiRead rate of the same znodes "
         f"({zk['raw_multiread_per_s']:,}/s, one connection): goal ≥ {zk['raw_goal']}: {raw}",
+        f"What bounds it here: the scan cost the machine {zk['spark_machine_cpu_us_per_read']:.1f}"
+        f" µs of CPU a znode ({zk['spark_machine_busy_cores']:.2f} of its "
+        f"{zk['machine_cores']:.0f} cores busy{share}), the raw "
+        f"reads {zk['raw_machine_cpu_us_per_read']:.1f} µs; with every core busy at that "
+        f"cost the scan would reach at most {bound:,}/s, "
+        f"{bound / zk['raw_multiread_per_s']:.2f} of the raw rate",
         f"ZooKeeper scan of {zk['znodes']:,} znodes: "
         + compare(1 / zk["spark_per_s"], 1 / zk["single_client_per_s"], "one client")
         + f" ({zk['spark_per_s']:,}/s with {zk['spark_partitions']} partitions vs "
