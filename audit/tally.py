@@ -51,12 +51,14 @@ def tally(
     candidates, one of status DANGLING with their `dangling_ids` (as `dangling` finds them;
     a null id is left out). Columns a row does not use are null."""
     is_old = old(now_ms, min_age_ms)
-    scanned = inventory.select("ledger_id", "ctime_ms", "size", *attribution_keys(stale_compacted))
+    scanned = inventory.select("ledger_id", "ctime_ms", "size", "custom_metadata")
     if words is not None:
         unreferenced, referenced, dangling = _by_id_words(scanned, inventory, words)
     else:
         unreferenced, referenced, dangling = _by_anti_joins(scanned, inventory, references)
-    summary = _summary(attribute_keys(_by_keys(unreferenced, is_old)))
+    # The attribution keys are read out of the map only for the unreferenced ledgers.
+    keyed = unreferenced.select("ledger_id", "ctime_ms", "size", *attribution_keys(stale_compacted))
+    summary = _summary(attribute_keys(_by_keys(keyed, is_old)))
     return (
         summary.unionByName(referenced, allowMissingColumns=True)
         .unionByName(_dangling_row(dangling), allowMissingColumns=True)

@@ -46,6 +46,11 @@ def test_quick_benchmark_prints_one_json_line(
     assert zk["raw_multiread_per_s"] > 0 and zk["raw_goal"] == 0.5
     assert zk["raw_goal_met"] == (zk["ratio_to_raw"] >= 0.5)
     assert any("of the raw multiRead rate" in line for line in figures["verdicts"])
-    assert len(figures["verdicts"]) == 5 and "Spark" in figures["verdicts"][-1]
+    # What bounds the scan here: the machine's CPU a znode, and the rate all cores allow.
+    assert zk["spark_machine_cpu_us_per_read"] > 0 and zk["raw_machine_cpu_us_per_read"] >= 0
+    bound = zk["machine_cores"] / zk["spark_machine_cpu_us_per_read"] * 1e6
+    assert abs(zk["spark_all_cores_bound_per_s"] - bound) <= 0.01 * bound + 1
+    assert any(line.startswith("What bounds it here") for line in figures["verdicts"])
+    assert len(figures["verdicts"]) == 6 and "Spark" in figures["verdicts"][-1]
     assert any("25,000/s with 2 partitions" in line for line in figures["verdicts"])
     assert spark.getActiveSession() is not None  # the shared session survives the benchmark
