@@ -55,7 +55,7 @@ NOW_MS = 1_700_000_000_000
 MIN_AGE_MS = DAY_MS
 AUDIT_TARGET = 2.0  # the whole audit within this many times the bare anti-join (issue 33)
 TARGET_LEDGERS = 10_000_000  # the audit the target is about
-ROUNDS = 3  # each figure from files is the fastest of this many runs
+ROUNDS = 5  # each figure from files is the fastest of this many runs
 
 
 def timed(action: Callable[[], T]) -> tuple[T, float]:
