@@ -18,6 +18,7 @@ SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
         "worker_per_second": float,
         "worker_one_at_a_time_per_second": float,
         "worker_receive_only_per_second": float,
+        "worker_receive_only_ratio_to_raw_whole_work": float,
         "worker_outcomes": dict,
         "correct": bool,
         "raw_kazoo_delete_per_second": float,
@@ -107,6 +108,8 @@ def test_bench_quick_json(bench: str) -> None:
         assert all(figure["peak_rss_mb"] > 0 for figure in figures["figures"].values())
         receive_only = figures["figures"]["worker_receive_only"]["outcomes"]
         assert receive_only["deleted"] == figures["count"]
+        share = figures["worker_receive_only_per_second"] / figures["raw_whole_work_per_second"]
+        assert figures["worker_receive_only_ratio_to_raw_whole_work"] == share
         assert sum(figures["sidecars_handled_by_each"]) == figures["count"]
         # Every deletion is counted in the default log's `worked` lines, the last one's too.
         assert figures["worker_logged_deletions_in_summaries"] == figures["count"]
