@@ -13,6 +13,7 @@ id. (On a busy real broker both races showed: `tests/real_pulsar/test_busy_clust
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from audit.progress import ScanProgress
 from audit.report.data import write_html_report
 from audit.scan import files
 from audit.scan.files import REFERENCE_FILE_SCHEMA
-from audit.scan.input_check import checked_rows
+from audit.scan.input_check import Scan, checked_rows
 from audit.scan.ledgers import ledger_inventory
 from audit.scan.references import metadata_references
 from audit.schema import (
@@ -42,6 +43,7 @@ from audit.schema import (
     UNKNOWN,
     YOUNG,
 )
+from audit.session import shuffle_partitions_for
 from audit.tally import DANGLING, REFERENCED, referenced_words
 from audit.tally import tally as one_job_tally
 from audit.units import plural
@@ -95,17 +97,17 @@ class AuditResult:
         return dict(sorted(found.items()))
 
 
-def _inventory(spark: SparkSession, options: AuditOptions) -> DataFrame:
+def _inventory(spark: SparkSession, options: AuditOptions) -> Scan:
     if options.inventory_file is not None:
-        return files.read_inventory(spark, options.inventory_file)
+        return Scan(files.read_inventory(spark, options.inventory_file))
     if options.ledgers is None:
         raise AuditError("no ledger store to scan and no --inventory file")
     return _snapshot(ledger_inventory(spark, options.ledgers))
 
 
-def _references(spark: SparkSession, options: AuditOptions) -> DataFrame:
+def _references(spark: SparkSession, options: AuditOptions) -> Scan:
     if options.references_file is not None:
-        return files.read_references(spark, options.references_file)
+        return Scan(files.read_references(spark, options.references_file))
     if options.metadata is None:
         raise AuditError("no metadata store to scan and no --references file")
     return _snapshot(metadata_references(spark, options.metadata))
@@ -135,27 +137,33 @@ def _where(spec: StoreSpec | None) -> str:
     return f"zk:{url.hosts}{url.chroot}"
 
 
-def _snapshot(scan: DataFrame) -> DataFrame:
+def _snapshot(scan: Scan) -> Scan:
     """A scan is kept as first read (its first job fills the cache): the store keeps changing,
-    and every later job must see one consistent state. A file is read where it is used."""
-    return scan.persist(StorageLevel.MEMORY_AND_DISK)
+    and every later job must see one consistent state. A file is read where it is used; rows
+    the driver read are that state already."""
+    if scan.known is not None:
+        return scan
+    return Scan(scan.frame.persist(StorageLevel.MEMORY_AND_DISK))
 
 
-def _count_inventory(inventory: DataFrame, options: AuditOptions) -> tuple[DataFrame, int]:
-    """The ledgers, refusing malformed lines and rows without a valid id; one job."""
-    path = options.inventory_file
-    checked, rows, _ = checked_rows(inventory, "the inventory scan", path, INVENTORY_SCHEMA)
+def _count_inventory(inventory: Scan, options: AuditOptions) -> tuple[DataFrame, int]:
+    """The ledgers, refusing malformed lines and rows without a valid id; one job, unless
+    the driver read and counted them."""
+    path, known = options.inventory_file, inventory.known
+    checked, rows, _ = checked_rows(
+        inventory.frame, "the inventory scan", path, INVENTORY_SCHEMA, known=known
+    )
     return checked, rows
 
 
 def _check_references(
-    references: DataFrame, ledgers: int, options: AuditOptions
-) -> tuple[DataFrame, int]:
+    scan: Scan, ledgers: int, options: AuditOptions
+) -> tuple[DataFrame, int, int]:
     """Refuse malformed lines, and an audit without any reference while ledgers exist; the
-    references and a bound on the 64-bit words their ids take (audit.id_words)."""
+    references, their rows, and a bound on the 64-bit words their ids take (audit.id_words)."""
     path = options.references_file
     references, rows, span = checked_rows(
-        references, "the reference scan", path, REFERENCE_FILE_SCHEMA, ids_required=False
+        scan.frame, "the reference scan", path, REFERENCE_FILE_SCHEMA, False, scan.known
     )
     if rows == 0 and ledgers > 0:
         raise AuditError(
@@ -165,7 +173,7 @@ def _check_references(
     # A bound on the referenced ids' 64-bit words: no more than the rows, nor than the words
     # the ids' span covers (dense ids, as BookKeeper hands them out, span few).
     words = 0 if span is None else (span[1] >> 6) - (span[0] >> 6) + 1
-    return references, min(rows, words)
+    return references, rows, min(rows, words)
 
 
 def _referenced_words(references: DataFrame, most_words: int) -> DataFrame | None:
@@ -273,7 +281,8 @@ def run_audit(
     """Classify every ledger; write the report if `options.output`. Enqueues nothing.
 
     Three jobs when the inputs are files: the inventory's ids, the references' row count
-    (Parquet's footers), then one job over both for the summary, the referenced count and
+    (Parquet's footers), then one job over both (the embedded store's rows the driver reads
+    and counts: that one job alone) for the summary, the referenced count and
     the dangling candidates, which also fills the referenced ids as 64-bit words (kept, small
     when the ids are dense: audit.tally's choice); a fourth counts those words first when
     the references have more rows than may be broadcast. The per-ledger classification stays
@@ -281,54 +290,58 @@ def run_audit(
     compacted ledger each topic reads (audit.compaction), one more job to find them; without
     one, an unreferenced one is UNKNOWN.
     """
-    with progress.step(f"inventory: reading {_inventory_source(options)}"):
-        inventory, ledgers = _count_inventory(_inventory(spark, options), options)
-    # Listed before the references, like the inventory: see audit.offload.tiered.
-    objects = offload_audit.list_objects(spark, options, progress)
-    with progress.step(f"references: reading {_references_source(options)}"):
-        references, most_words = _check_references(_references(spark, options), ledgers, options)
-    verdicts = compaction.Verdicts([], frozenset(), 0)  # no broker: attribution says unknown
-    if topic_reads is not None:
-        with progress.step("compacted ledgers: asking their topics' brokers which they read"):
-            now, age = options.now_ms, options.min_age_ms
-            found = compaction.candidates(inventory, references, now, age)
-            verdicts = compaction.ask(
-                spark_job("the compacted ledgers", found.collect), topic_reads
-            )
-    if verdicts.current:
-        read = compaction.as_references(spark, verdicts.current)
-        references = references.unionByName(read, allowMissingColumns=True)
-    with progress.step("references: their ids"):
-        words = _referenced_words(references, most_words + len(verdicts.current))
-    how = "referenced ids as 64-bit words" if words is not None else "sparse ids: anti-joins"
-    with progress.step(f"classifying ({how})"):
-        try:
-            tally = _tally(inventory, references, options, words, verdicts.stale)
-        finally:
-            if words is not None:
-                words.unpersist()  # small, but nothing else reads it
-    missing = confirm_dangling(tally.dangling_candidates, ledger_storage)
-    by_topic = [
-        (row["ledger_id"], row["topic"])
-        for row in transform.dangling_among(references, missing).collect()
-    ]
-    confirmed = still_referenced(by_topic, references_now) if missing else []
-    dangling = transform.dangling_among(references, confirmed)
-    classified = transform.classify(
-        inventory, references, options.now_ms, options.min_age_ms, verdicts.stale
-    )
-    counts = status_counts(tally.summary)
-    result = AuditResult(
-        ledgers, tally.referenced, counts, confirmed, tally.summary, classified, dangling
-    )
-    # --- tiered storage and the missing-data report (audit.offload.tiered) ---
-    with progress.step("tiered storage and missing data: classifying"):
-        result.tiered = offload_audit.audit_tiered(objects, references, dangling, options)
-    result.extra.update(result.tiered.figures())
-    if options.output is not None:
-        with progress.step(f"report: writing Parquet and HTML to {options.output}"):
-            _write_report(spark, options.output, options, result, tally)
-    return result
+    with ExitStack() as scope:
+        with progress.step(f"inventory: reading {_inventory_source(options)}"):
+            inventory, ledgers = _count_inventory(_inventory(spark, options), options)
+        # Listed before the references, like the inventory: see audit.offload.tiered.
+        objects = offload_audit.list_objects(spark, options, progress)
+        with progress.step(f"references: reading {_references_source(options)}"):
+            scan = _references(spark, options)
+            references, reference_rows, most_words = _check_references(scan, ledgers, options)
+        # Sized to the inputs from here on (a small audit: a task a stage, not 8); restored after.
+        scope.enter_context(shuffle_partitions_for(spark, ledgers + reference_rows))
+        verdicts = compaction.Verdicts([], frozenset(), 0)  # no broker: attribution says unknown
+        if topic_reads is not None:
+            with progress.step("compacted ledgers: asking their topics' brokers which they read"):
+                now, age = options.now_ms, options.min_age_ms
+                found = compaction.candidates(inventory, references, now, age)
+                verdicts = compaction.ask(
+                    spark_job("the compacted ledgers", found.collect), topic_reads
+                )
+        if verdicts.current:
+            read = compaction.as_references(spark, verdicts.current)
+            references = references.unionByName(read, allowMissingColumns=True)
+        with progress.step("references: their ids"):
+            words = _referenced_words(references, most_words + len(verdicts.current))
+        how = "referenced ids as 64-bit words" if words is not None else "sparse ids: anti-joins"
+        with progress.step(f"classifying ({how})"):
+            try:
+                tally = _tally(inventory, references, options, words, verdicts.stale)
+            finally:
+                if words is not None:
+                    words.unpersist()  # small, but nothing else reads it
+        missing = confirm_dangling(tally.dangling_candidates, ledger_storage)
+        by_topic = [
+            (row["ledger_id"], row["topic"])
+            for row in transform.dangling_among(references, missing).collect()
+        ]
+        confirmed = still_referenced(by_topic, references_now) if missing else []
+        dangling = transform.dangling_among(references, confirmed)
+        classified = transform.classify(
+            inventory, references, options.now_ms, options.min_age_ms, verdicts.stale
+        )
+        counts = status_counts(tally.summary)
+        result = AuditResult(
+            ledgers, tally.referenced, counts, confirmed, tally.summary, classified, dangling
+        )
+        # --- tiered storage and the missing-data report (audit.offload.tiered) ---
+        with progress.step("tiered storage and missing data: classifying"):
+            result.tiered = offload_audit.audit_tiered(objects, references, dangling, options)
+        result.extra.update(result.tiered.figures())
+        if options.output is not None:
+            with progress.step(f"report: writing Parquet and HTML to {options.output}"):
+                _write_report(spark, options.output, options, result, tally)
+        return result
 
 
 def _write_report(

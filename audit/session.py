@@ -11,6 +11,8 @@ import atexit
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,3 +106,24 @@ def open_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL" if quiet else "ERROR")
     return OwnedSession(spark, owned=True)
+
+
+ROWS_PER_SHUFFLE_PARTITION = 100_000
+
+
+@contextmanager
+def shuffle_partitions_for(spark: SparkSession, rows: int) -> Iterator[None]:
+    """No more shuffle partitions than `rows` fill at ROWS_PER_SHUFFLE_PARTITION each, while
+    inside: a few dozen ledgers are not spread over 8 tasks a stage (each a task to schedule
+    on a JVM still loading its classes). The setting as it was is put back after."""
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    wanted = max(1, -(-rows // ROWS_PER_SHUFFLE_PARTITION))
+    if before is None or not before.isdigit() or wanted >= int(before):
+        yield
+        return
+    spark.conf.set(key, str(wanted))
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)

@@ -3,11 +3,16 @@
 One aggregation job, the one that counts the rows anyway: a JSON-lines input's malformed
 lines (`files.CORRUPT`) are counted there, so a good file is read no more than before; a bad
 one is then read in Python up to its first bad line (`audit.scan.json_lines`) to say where and why.
+An input the driver read itself (the embedded store, one local file) comes with its figures
+(`Known`) and runs no job: the same checks, on the rows as read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
@@ -18,16 +23,51 @@ from audit.scan.files import CORRUPT, is_json
 from audit.scan.json_lines import MAX_SHOWN, first_bad_line
 
 
+@dataclass(frozen=True)
+class Known:
+    """An input's figures, counted on the driver as it read the rows: `checked_rows`'s."""
+
+    rows: int
+    invalid: int  # rows without a valid ledger id (null or negative)
+    span: tuple[int, int] | None  # smallest and largest id, nulls aside
+
+    @classmethod
+    def of(cls, ids: Iterable[int | None]) -> Known:
+        rows = invalid = 0
+        low = high = None
+        for ledger_id in ids:
+            rows += 1
+            if ledger_id is None:
+                invalid += 1
+                continue
+            invalid += ledger_id < 0
+            low = ledger_id if low is None else min(low, ledger_id)
+            high = ledger_id if high is None else max(high, ledger_id)
+        return cls(rows, invalid, None if low is None or high is None else (low, high))
+
+
+class Scan(NamedTuple):
+    """A scanned input: its rows, and their figures if the driver read them (else None)."""
+
+    frame: DataFrame
+    known: Known | None = None
+
+
 def checked_rows(
     frame: DataFrame,
     what: str,
     source: Path | None = None,
     schema: StructType | None = None,
     ids_required: bool = True,
+    known: Known | None = None,
 ) -> tuple[DataFrame, int, tuple[int, int] | None]:
     """`frame` without the malformed-line column, its row count, and its smallest and largest
-    ledger id (None: none, nulls aside), from one job; `source` the file it was read from
-    (None: a scan), `schema` what its lines must hold."""
+    ledger id (None: none, nulls aside), from one job, or none when they are `known`;
+    `source` the file it was read from (None: a scan), `schema` what its lines must hold."""
+    if known is not None:  # read on the driver: no malformed lines, its ids counted as read
+        if ids_required and known.invalid:
+            raise AuditError(_problem(what, source, schema, ids_required, 0, None))
+        return frame, known.rows, known.span
     ids = sf.col("ledger_id")
     invalid = ids.isNull() | (ids < 0)  # read even when allowed: Spark refuses a query of
     # a JSON file that reads its malformed-line column alone

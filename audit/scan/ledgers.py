@@ -19,6 +19,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from audit.scan.input_check import Known, Scan
 from audit.schema import INVENTORY_SCHEMA
 from core.errors import DecodeError
 from deletion.adapters.layout import require_ledgers_layout
@@ -127,8 +128,9 @@ def zookeeper_inventory(spark: SparkSession, target: ZooKeeperTarget) -> DataFra
     return spark.createDataFrame(rows, INVENTORY_SCHEMA, verifySchema=False)
 
 
-def embedded_inventory(spark: SparkSession, storage: SqliteLedgerStorage) -> DataFrame:
-    """The embedded ledger store, read on the driver (it is one local file); closed after."""
+def embedded_inventory(spark: SparkSession, storage: SqliteLedgerStorage) -> Scan:
+    """The embedded ledger store, read on the driver (it is one local file, which executors
+    elsewhere would not see), with its figures (no job counts them); closed after."""
     try:
         rows: list[InventoryRow] = []
         for ledger_id in storage.ledger_ids():
@@ -140,13 +142,14 @@ def embedded_inventory(spark: SparkSession, storage: SqliteLedgerStorage) -> Dat
                 rows.append((ledger_id, record.ctime_ms, custom, None))
     finally:
         storage.close()
-    return spark.createDataFrame(rows, INVENTORY_SCHEMA)
+    known = Known.of(row[0] for row in rows)
+    return Scan(spark.createDataFrame(rows, INVENTORY_SCHEMA), known)
 
 
-def ledger_inventory(spark: SparkSession, spec: StoreSpec) -> DataFrame:
-    """Every ledger in the store: BookKeeper's tree walked on the executors, the embedded
-    store read on the driver."""
+def ledger_inventory(spark: SparkSession, spec: StoreSpec) -> Scan:
+    """Every ledger in the store: BookKeeper's tree walked on the executors (its figures
+    counted by the first job over it), the embedded store read on the driver."""
     embedded = open_embedded_ledgers(spec)
     if embedded is None:
-        return zookeeper_inventory(spark, ZooKeeperTarget(spec))
+        return Scan(zookeeper_inventory(spark, ZooKeeperTarget(spec)))
     return embedded_inventory(spark, embedded)

@@ -3,7 +3,8 @@
 The driver lists the namespaces; one stage lists each namespace's topics and schemas, a
 second (after a repartition, so one crowded namespace is spread out) reads each topic's
 metadata. Each partition opens its own metadata store. Any error fails the job, and the
-audit with it.
+audit with it. The embedded store is one local file: the driver reads it, as it reads the
+embedded ledgers (`audit.scan.ledgers`), and counts what it read.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from audit.scan import pulsar_refs
+from audit.scan.input_check import Known, Scan
 from audit.schema import SCANNED_REFERENCE_SCHEMA
 from deletion.adapters.opening import StoreSpec, open_metadata_store
 from deletion.domain.ports import MetadataStore
@@ -45,13 +47,27 @@ def _references(spec: StoreSpec, items: Iterable[TopicItem]) -> Iterator[pulsar_
         store.close()
 
 
-def metadata_references(spark: SparkSession, spec: StoreSpec) -> DataFrame:
-    context = spark.sparkContext
+def metadata_references(spark: SparkSession, spec: StoreSpec) -> Scan:
+    """Every reference: read on the executors, or on the driver from the embedded store."""
     store = _open(spec)
     try:
         namespaces = pulsar_refs.namespaces(store)
+        if spec.embedded:
+            rows = [
+                row
+                for tenant, namespace in namespaces
+                for item in pulsar_refs.topics(store, tenant, namespace)
+                for row in pulsar_refs.references(store, *item)
+            ]
+            known = Known.of(row[0] for row in rows)
+            return Scan(spark.createDataFrame(rows, SCANNED_REFERENCE_SCHEMA), known)
     finally:
         store.close()
+    return Scan(_scanned(spark, spec, namespaces))
+
+
+def _scanned(spark: SparkSession, spec: StoreSpec, namespaces: list[tuple[str, str]]) -> DataFrame:
+    context = spark.sparkContext
     wanted = max(8, context.defaultParallelism * 4)
     topics: Any = context.parallelize(namespaces, max(1, min(len(namespaces), wanted)))
     rows = (

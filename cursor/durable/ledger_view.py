@@ -40,7 +40,7 @@ def cursor_ledger(spec: StoreSpec, ledger_id: int, topic: str, settings: CursorS
     """`ledger` (id, metadata, and where the state was found) and `state` (None when it
     could not be read, `ledger.why` saying why in one line)."""
     scheme = spec.url.scheme
-    if scheme in ("zk", "etcd"):
+    if not spec.embedded:
         store = open_store(spec)
         try:
             node = store.get(formats.ledger_path(ledger_id))

@@ -54,6 +54,11 @@ class StoreSpec:
             return "etcd at " + ",".join(url.endpoints)
         return f"the embedded store {url.path}"
 
+    @property
+    def embedded(self) -> bool:
+        """The embedded store: one local SQLite file, not a networked ZooKeeper or etcd."""
+        return self.url.scheme == "sqlite"
+
     @classmethod
     def metadata(cls, config: ServiceConfiguration) -> StoreSpec:
         """Pulsar's metadata: metadataStoreUrl."""
@@ -140,7 +145,7 @@ def make_embedded_store(path: str | Path) -> None:
 def open_embedded_ledgers(spec: StoreSpec) -> SqliteLedgerStorage | None:
     """The embedded ledger store, opened read-only (entries and all); None for BookKeeper's,
     whose entries live on the bookies and whose metadata is in ZooKeeper or etcd."""
-    if spec.url.scheme in ("zk", "etcd"):
+    if not spec.embedded:
         return None
     return SqliteLedgerStorage(spec.url.path, create=False)
 

@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 from rich.console import Console
 
 from audit.errors import AuditError
 from audit.options import AuditOptions
 from audit.pipeline import run_audit
 from audit.progress import ScanProgress
+from audit.scan.input_check import Known, checked_rows
 from audit.scan.ledgers import ZooKeeperTarget, expand_buckets, zookeeper_inventory
 from audit.scan.references import metadata_references
+from audit.session import shuffle_partitions_for
 from config import parse_store_url
 from core.errors import LayoutError, MetadataError
-from deletion.adapters.opening import StoreSpec
+from deletion.adapters.opening import StoreSpec, make_embedded_store
 from deletion.adapters.pulsar_metadata import MetadataInUseLedgers
+from deletion.adapters.stores.sqlite import SqliteMetadataStore
 from deletion.adapters.stores.zookeeper import ZooKeeperMetadataStore
 from deletion.domain.message import LedgerComponent
 from deletion.domain.topics import NamespaceName, TopicName, managed_ledger_path
@@ -128,7 +132,7 @@ def test_reference_scan_sees_what_the_worker_sees(
     )
     write_offloaded(store, TopicName(BETA, "archive"), {500: True, 501: False})
 
-    rows = metadata_references(spark, at(f"{zookeeper.hosts}{chroot}")).collect()
+    rows = metadata_references(spark, at(f"{zookeeper.hosts}{chroot}")).frame.collect()
 
     by_topic: dict[str, set[int]] = {}
     for row in rows:
@@ -145,6 +149,79 @@ def test_reference_scan_sees_what_the_worker_sees(
     assert (encoded.schema_ledgers[0], "SCHEMA_STORAGE", False) in components
     assert {(500, "MANAGED_LEDGER", True), (501, "MANAGED_LEDGER", False)} <= components
     assert {r["namespace"] for r in rows} == {"acme/orders", "beta/billing"}
+    assert metadata_references(spark, at(f"{zookeeper.hosts}{chroot}")).known is None
+
+
+def _jobs(spark: SparkSession) -> set[int]:
+    return set(spark.sparkContext.statusTracker().getJobIdsForGroup())
+
+
+def test_the_embedded_store_is_read_and_counted_on_the_driver_like_zookeeper_on_executors(
+    spark: SparkSession,
+    store: ZooKeeperMetadataStore,
+    zookeeper: ZooKeeperServer,
+    chroot: str,
+    tmp_path: Path,
+) -> None:
+    """One local file: executors elsewhere would not see it, so the driver reads it; its rows
+    and ids are counted as read, so no Spark job runs before the classification."""
+    path = tmp_path / "janitor.db"
+    make_embedded_store(path)
+    embedded = SqliteMetadataStore(path)
+    truth: dict[str, set[int]] = {}
+    for target in (store, embedded):
+        seeder = TopicSeeder(target, ZkLedgers(target, first_id=70))
+        for topic, count, schemas in ((TopicName(ACME, "t1"), 3, 1), (TopicName(BETA, "t"), 2, 0)):
+            seeded = seeder.seed(topic, count, schema_versions=schemas)
+            assert truth.setdefault(str(topic), seeded.referenced()) == seeded.referenced()
+    embedded.close()
+
+    before = _jobs(spark)
+    scan = metadata_references(spark, StoreSpec(parse_store_url(f"sqlite:{path}")))
+    assert _jobs(spark) == before, "the driver's read ran a Spark job"
+    read = scan.frame.collect()
+    scanned = metadata_references(spark, at(f"{zookeeper.hosts}{chroot}")).frame.collect()
+
+    def by_topic(rows: list[Row]) -> dict[str, set[int]]:
+        found: dict[str, set[int]] = {}
+        for row in rows:
+            found.setdefault(row["topic"], set()).add(row["ledger_id"])
+        return found
+
+    assert by_topic(read) == by_topic(scanned) == truth
+    assert sorted(map(tuple, read)) == sorted(map(tuple, scanned))
+    ids = [ledger_id for ledgers in truth.values() for ledger_id in ledgers]
+    assert scan.known == Known(len(read), 0, (min(ids), max(ids)))
+
+
+def test_known_figures_refuse_what_the_job_refuses_and_count_what_it_counts(
+    spark: SparkSession,
+) -> None:
+    assert Known.of([5, None, 3, -1, 9]) == Known(5, 2, (-1, 9))
+    assert Known.of([]) == Known(0, 0, None)
+    frame = spark.range(0).withColumnRenamed("id", "ledger_id")
+    before = _jobs(spark)
+    with pytest.raises(AuditError, match="rows without a valid ledger_id"):
+        checked_rows(frame, "the inventory scan", known=Known.of([1, None]))
+    known = Known.of([1, None, 4])
+    assert checked_rows(frame, "refs", ids_required=False, known=known)[1:] == (3, (1, 4))
+    assert _jobs(spark) == before
+
+
+def test_a_small_audit_shuffles_into_fewer_partitions_and_gives_the_setting_back(
+    spark: SparkSession,
+) -> None:
+    key = "spark.sql.shuffle.partitions"
+    configured = spark.conf.get(key)
+    assert configured == "2"  # the suite's session
+    with shuffle_partitions_for(spark, 42):
+        assert spark.conf.get(key) == "1"
+    assert spark.conf.get(key) == configured
+    with shuffle_partitions_for(spark, 10_000_000):  # never more than configured
+        assert spark.conf.get(key) == configured
+    with pytest.raises(RuntimeError), shuffle_partitions_for(spark, 1):
+        raise RuntimeError("the audit failed")
+    assert spark.conf.get(key) == configured
 
 
 def _options(zookeeper: ZooKeeperServer, chroot: str, references_chroot: str) -> AuditOptions:
