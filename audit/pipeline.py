@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +60,16 @@ class AuditResult:
     counts: dict[str, int]
     dangling_ids: list[int]
     summary: list[Row]
-    classified: DataFrame
+    classify: Callable[[], DataFrame]  # `classified`, built when first read
     dangling: DataFrame
     extra: dict[str, Any] = field(default_factory=dict)
     tiered: offload_audit.TieredAudit | None = None
+
+    @cached_property
+    def classified(self) -> DataFrame:
+        """Every unreferenced ledger with its status (`transform.classify`): planned only when
+        the report or the enqueueing reads it (on a fresh JVM, a third of a second)."""
+        return self.classify()
 
     @property
     def orphans(self) -> int:
@@ -321,18 +328,25 @@ def run_audit(
                 if words is not None:
                     words.unpersist()  # small, but nothing else reads it
         missing = confirm_dangling(tally.dangling_candidates, ledger_storage)
-        by_topic = [
-            (row["ledger_id"], row["topic"])
-            for row in transform.dangling_among(references, missing).collect()
-        ]
-        confirmed = still_referenced(by_topic, references_now) if missing else []
+        confirmed = []
+        if missing:
+            by_topic = [
+                (row["ledger_id"], row["topic"])
+                for row in transform.dangling_among(references, missing).collect()
+            ]
+            confirmed = still_referenced(by_topic, references_now)
         dangling = transform.dangling_among(references, confirmed)
-        classified = transform.classify(
-            inventory, references, options.now_ms, options.min_age_ms, verdicts.stale
+        classify = partial(
+            transform.classify,
+            inventory,
+            references,
+            options.now_ms,
+            options.min_age_ms,
+            verdicts.stale,
         )
         counts = status_counts(tally.summary)
         result = AuditResult(
-            ledgers, tally.referenced, counts, confirmed, tally.summary, classified, dangling
+            ledgers, tally.referenced, counts, confirmed, tally.summary, classify, dangling
         )
         # --- tiered storage and the missing-data report (audit.offload.tiered) ---
         with progress.step("tiered storage and missing data: classifying"):
