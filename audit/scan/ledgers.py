@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from audit.scan.input_check import Known, Scan
+from audit.scan.local_rows import local_frame
 from audit.schema import INVENTORY_SCHEMA
 from core.errors import DecodeError
 from deletion.adapters.layout import require_ledgers_layout
@@ -143,7 +144,7 @@ def embedded_inventory(spark: SparkSession, storage: SqliteLedgerStorage) -> Sca
     finally:
         storage.close()
     known = Known.of(row[0] for row in rows)
-    return Scan(spark.createDataFrame(rows, INVENTORY_SCHEMA), known)
+    return Scan(local_frame(spark, rows, INVENTORY_SCHEMA), known)
 
 
 def ledger_inventory(spark: SparkSession, spec: StoreSpec) -> Scan:

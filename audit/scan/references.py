@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from audit.scan import pulsar_refs
 from audit.scan.input_check import Known, Scan
+from audit.scan.local_rows import local_frame
 from audit.schema import SCANNED_REFERENCE_SCHEMA
 from deletion.adapters.opening import StoreSpec, open_metadata_store
 from deletion.domain.ports import MetadataStore
@@ -60,7 +61,7 @@ def metadata_references(spark: SparkSession, spec: StoreSpec) -> Scan:
                 for row in pulsar_refs.references(store, *item)
             ]
             known = Known.of(row[0] for row in rows)
-            return Scan(spark.createDataFrame(rows, SCANNED_REFERENCE_SCHEMA), known)
+            return Scan(local_frame(spark, rows, SCANNED_REFERENCE_SCHEMA), known)
     finally:
         store.close()
     return Scan(_scanned(spark, spec, namespaces))
