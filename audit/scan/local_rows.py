@@ -6,8 +6,8 @@ declared with another serializer (`RDD._pickled`: an AutoBatchedSerializer), map
 a Python task that pickles them again unchanged (`RDD._reserialize`; PySpark's
 pyspark/sql/session.py `_create_dataframe`, pyspark/core/rdd.py `_to_java_object_rdd`). On an
 audit of the embedded store that task is the only Python one: starting a Python worker for it
-cost the first job about a second here, and stopping Spark then waited up to a second for the
-worker's accumulator connection (`bench.audit_small`). Both serializers write each batch as a
+cost the first job 0.7-1 s here, and stopping Spark then waited for the worker's accumulator
+connection (0.7 s against 0.2-0.4; `bench.audit_small`). Both serializers write each batch as a
 pickled list, which `SerDeUtil.pythonToJava(batched=True)` flattens alike; so the JVM reads
 the parallelized batches as they are. These are PySpark's internals: where they are not as
 expected, `createDataFrame` is used instead. The rows are not type-checked again (our scans
