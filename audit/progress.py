@@ -38,10 +38,12 @@ class ScanProgress:
         self._console = console
         self._poll = poll_seconds
         self.timings: list[tuple[str, float]] = []  # each step's description and seconds
+        self.jobs: list[tuple[str, int]] = []  # each step's description and Spark jobs run
 
     @contextmanager
     def step(self, description: str) -> Iterator[None]:
-        """Follow the Spark jobs run inside the block."""
+        """Follow the Spark jobs run inside the block: a bar of their tasks on a terminal (off
+        one, nobody sees it, and nothing asks Spark for it), and their number after."""
         progress = self._bar()
         task = progress.add_task(description, total=None)
         stop = threading.Event()
@@ -53,16 +55,21 @@ class ScanProgress:
                     progress.update(task, completed=done, total=total)
 
         watcher = threading.Thread(target=poll, name="audit-progress", daemon=True)
+        tracker = self._context.statusTracker()
+        jobs_before = set(tracker.getJobIdsForGroup())
         started = time.monotonic()
         with progress:
-            watcher.start()
+            if self._console.is_terminal:
+                watcher.start()
             try:
                 yield
             finally:
                 stop.set()
-                watcher.join()
+                if watcher.is_alive():
+                    watcher.join()
         elapsed = time.monotonic() - started
         self.timings.append((description, round(elapsed, 3)))
+        self.jobs.append((description, len(set(tracker.getJobIdsForGroup()) - jobs_before)))
         # Unwrapped: a file's path or a store's URL is copied whole.
         self._console.print(f"{description}: done in {elapsed:.1f} s", soft_wrap=True)
 

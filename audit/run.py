@@ -92,6 +92,7 @@ def run_command(
         stack.callback(_timed, timings, "spark_stop", session.close)
         progress = ScanProgress(session.spark.sparkContext, err)
         timings["steps"] = progress.timings
+        timings["jobs"] = progress.jobs
         result = run_audit(session.spark, options, progress, storage, references_now, topic_reads)
         print_report(out, result.summary)
         if result.tiered is not None:
@@ -125,7 +126,8 @@ def run_command(
             dry_run=not enqueue,
             output=str(output) if output else None,
             # Where the time went (bench.audit_small): checks and stores before Spark, Spark's
-            # start, each step, Spark's stop (filled in as the session closes, before printing).
+            # start, each step and the Spark jobs it ran, Spark's stop (filled in as the
+            # session closes, before printing).
             timings=timings,
         )
         return figures

@@ -137,6 +137,12 @@ def test_a_dry_run_on_the_embedded_default_enqueues_nothing(
         figures = json.loads(result.stdout.strip().splitlines()[-1])
         assert (figures["orphans"], figures["enqueued"], figures["dry_run"]) == (1, 0, True)
         assert figures["output"] is None
+        # The embedded store is read and counted on the driver: no job before the tally's.
+        steps, jobs = figures["timings"]["steps"], dict(figures["timings"]["jobs"])
+        assert [name for name, _ in steps] == list(jobs)
+        by_step = {name.split(":")[0]: count for name, count in jobs.items()}
+        assert by_step["inventory"] == by_step["references"] == 0, jobs
+        assert next(n for step, n in jobs.items() if step.startswith("classifying")) >= 1, jobs
         assert "dry run: 1 orphan found" in result.stderr
         assert backend.exists(released)
     finally:
