@@ -170,7 +170,12 @@ def _check_references(
     references, their rows, and a bound on the 64-bit words their ids take (audit.id_words)."""
     path = options.references_file
     references, rows, span = checked_rows(
-        scan.frame, "the reference scan", path, REFERENCE_FILE_SCHEMA, False, scan.known
+        scan.frame,
+        "the reference scan",
+        path,
+        REFERENCE_FILE_SCHEMA,
+        ids_required=False,
+        known=scan.known,
     )
     if rows == 0 and ledgers > 0:
         raise AuditError(

@@ -55,17 +55,18 @@ class ScanProgress:
                     progress.update(task, completed=done, total=total)
 
         watcher = threading.Thread(target=poll, name="audit-progress", daemon=True)
+        watching = self._console.is_terminal
         tracker = self._context.statusTracker()
         jobs_before = set(tracker.getJobIdsForGroup())
         started = time.monotonic()
         with progress:
-            if self._console.is_terminal:
+            if watching:
                 watcher.start()
             try:
                 yield
             finally:
                 stop.set()
-                if watcher.is_alive():
+                if watching:
                     watcher.join()
         elapsed = time.monotonic() - started
         self.timings.append((description, round(elapsed, 3)))

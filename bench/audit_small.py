@@ -175,9 +175,7 @@ def _why(result: dict[str, Any]) -> str:
     """What the audit adds to the floor, from this run's parts."""
     bare, audit, jobs = result["bare_spark_parts"], result["audit_parts"], result["audit_jobs"]
     in_steps = sum(seconds for step, seconds in audit.items() if step in jobs)
-    python = (
-        audit["python start, imports and exit"] - bare["import"] - bare["python start and exit"]
-    )
+    python = audit["python start, imports and exit"] - _floor_python(bare)
     return (
         f"why: its steps took {in_steps:.2f} s ({sum(jobs.values())} Spark jobs, and their "
         f"queries built over py4j) against the floor's one job in {bare['job']:.2f} s, on a JVM "
@@ -186,14 +184,20 @@ def _why(result: dict[str, Any]) -> str:
     )
 
 
+def _floor_python(bare: dict[str, float]) -> float:
+    """The floor's Python: its start, its imports and its exit."""
+    return bare["import"] + bare["python start and exit"]
+
+
 def _parts_rows(
     bare: dict[str, float], audit: dict[str, float], jobs: dict[str, int]
 ) -> list[tuple[str, str, str]]:
     shared = {"spark_start": "Spark's start (JVM, session)", "spark_stop": "Spark's stop"}
     rows = [(label, f"{bare[key]:.2f}", f"{audit[key]:.2f}") for key, label in shared.items()]
-    bare_python = bare["import"] + bare["python start and exit"]
     audit_python = audit["python start, imports and exit"]
-    rows.append(("python start, imports, exit", f"{bare_python:.2f}", f"{audit_python:.2f}"))
+    rows.append(
+        ("python start, imports, exit", f"{_floor_python(bare):.2f}", f"{audit_python:.2f}")
+    )
     rows.append(("the job (one)", f"{bare['job']:.2f}", ""))
     rows.extend(
         (f"{key} ({jobs[key]} jobs)" if key in jobs else key, "", f"{value:.2f}")

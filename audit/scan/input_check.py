@@ -33,17 +33,10 @@ class Known:
 
     @classmethod
     def of(cls, ids: Iterable[int | None]) -> Known:
-        rows = invalid = 0
-        low = high = None
-        for ledger_id in ids:
-            rows += 1
-            if ledger_id is None:
-                invalid += 1
-                continue
-            invalid += ledger_id < 0
-            low = ledger_id if low is None else min(low, ledger_id)
-            high = ledger_id if high is None else max(high, ledger_id)
-        return cls(rows, invalid, None if low is None or high is None else (low, high))
+        given = list(ids)
+        present = [ledger_id for ledger_id in given if ledger_id is not None]
+        invalid = len(given) - len(present) + sum(ledger_id < 0 for ledger_id in present)
+        return cls(len(given), invalid, (min(present), max(present)) if present else None)
 
 
 class Scan(NamedTuple):

@@ -19,8 +19,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from audit.scan.input_check import Known, Scan
-from audit.scan.local_rows import local_frame
+from audit.scan.input_check import Scan
+from audit.scan.local_rows import driver_scan
 from audit.schema import INVENTORY_SCHEMA
 from core.errors import DecodeError
 from deletion.adapters.layout import require_ledgers_layout
@@ -143,8 +143,7 @@ def embedded_inventory(spark: SparkSession, storage: SqliteLedgerStorage) -> Sca
                 rows.append((ledger_id, record.ctime_ms, custom, None))
     finally:
         storage.close()
-    known = Known.of(row[0] for row in rows)
-    return Scan(local_frame(spark, rows, INVENTORY_SCHEMA), known)
+    return driver_scan(spark, rows, INVENTORY_SCHEMA)
 
 
 def ledger_inventory(spark: SparkSession, spec: StoreSpec) -> Scan:

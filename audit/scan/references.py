@@ -16,8 +16,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from audit.scan import pulsar_refs
-from audit.scan.input_check import Known, Scan
-from audit.scan.local_rows import local_frame
+from audit.scan.input_check import Scan
+from audit.scan.local_rows import driver_scan
 from audit.schema import SCANNED_REFERENCE_SCHEMA
 from deletion.adapters.opening import StoreSpec, open_metadata_store
 from deletion.domain.ports import MetadataStore
@@ -60,8 +60,7 @@ def metadata_references(spark: SparkSession, spec: StoreSpec) -> Scan:
                 for item in pulsar_refs.topics(store, tenant, namespace)
                 for row in pulsar_refs.references(store, *item)
             ]
-            known = Known.of(row[0] for row in rows)
-            return Scan(local_frame(spark, rows, SCANNED_REFERENCE_SCHEMA), known)
+            return driver_scan(spark, rows, SCANNED_REFERENCE_SCHEMA)
     finally:
         store.close()
     return Scan(_scanned(spark, spec, namespaces))
