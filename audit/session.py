@@ -36,6 +36,13 @@ appender.stderr.layout.type = PatternLayout
 appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 """
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+# PySpark 4 records, for every DataFrame function called, the Python line that called it, to
+# show in the JVM's error messages (pyspark/errors/utils.py, `_with_origin`): each call reads
+# the setting, walks the stack and tries to import IPython and ipykernel, then sets and clears
+# that origin in the JVM. That tripled the py4j round trips building the audit's query (3,600
+# against 1,500) and cost a small audit about a second; the audit names what failed in its
+# own `error:` line. An operator who sets it (spark-submit --conf) keeps their value.
+DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
 
 
 def _quiet_jvm_options() -> str:
@@ -101,6 +108,8 @@ def open_session(
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions or 8))
     elif shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    if not SparkConf().contains(DATAFRAME_DEBUGGING):
+        builder = builder.config(DATAFRAME_DEBUGGING, "false")
     for key, value in (extra or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

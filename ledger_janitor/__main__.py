@@ -1,3 +1,3 @@
-from ledger_janitor.cli import main
+from ledger_janitor.entry import main
 
 main()

@@ -40,8 +40,9 @@ from ledger_janitor.commands.options import (
     sidecar_for,
 )
 from ledger_janitor.commands.typer_app import command_group
+from ledger_janitor.entry import HELP
 
-app = command_group("Delete Apache Pulsar ledgers safely, in two phases (PIP-186).")
+app = command_group(HELP)
 config_app = command_group("Inspect the resolved configuration.")
 app.add_typer(config_app, name="config")
 

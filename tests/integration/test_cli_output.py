@@ -251,3 +251,57 @@ def test_the_standalone_audit_entry_point_renders_help() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "[/chroot]" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--help",), ("--bogus",), ("--min-age", "soon"), ("--inventory", "/no/such/file"), ("x",)],
+    ids=" ".join,
+)
+def test_the_audit_alone_answers_as_the_whole_command_line_does(args: tuple[str, ...]) -> None:
+    """`ledger-janitor audit` runs in a group holding that one command (ledger_janitor.entry):
+    the same help, usage line, errors and exit codes as the whole command line's."""
+    alone, whole = (_named_process(program, "audit", *args) for program in (ALONE, WHOLE))
+    assert (alone.returncode, alone.stdout, alone.stderr) == (
+        whole.returncode,
+        whole.stdout,
+        whole.stderr,
+    )
+    assert alone.returncode == (0 if args == ("--help",) else 2)
+
+
+# The entry point, and the whole command line as `ledger_janitor.cli` builds it, each under the
+# installed script's name.
+ALONE = "import sys; sys.argv[0] = 'ledger-janitor'; from ledger_janitor.entry import main; main()"
+WHOLE = "import sys; sys.argv[0] = 'ledger-janitor'; from ledger_janitor.cli import main; main()"
+
+
+def _named_process(program: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", program, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+
+
+def test_the_audit_imports_neither_the_worker_nor_the_cursor_tools() -> None:
+    listed = subprocess.run(
+        [sys.executable, "-c", IMPORTED_BY_AUDIT_HELP],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout.splitlines()[-1]) == []
+
+
+IMPORTED_BY_AUDIT_HELP = """
+import contextlib, io, json, sys
+from ledger_janitor.entry import main
+with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
+    main(["audit", "--help"])
+heavy = ("consumers", "cursor", "ledger_janitor.cli", "ledger_janitor.commands.archive")
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))
+"""

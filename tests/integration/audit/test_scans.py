@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as sf
 from rich.console import Console
 
 from audit.errors import AuditError
@@ -222,6 +224,30 @@ def test_a_small_audit_shuffles_into_fewer_partitions_and_gives_the_setting_back
     with pytest.raises(RuntimeError), shuffle_partitions_for(spark, 1):
         raise RuntimeError("the audit failed")
     assert spark.conf.get(key) == configured
+
+
+def test_building_a_query_asks_the_jvm_nothing_about_the_python_call_site(
+    spark: SparkSession,
+) -> None:
+    """PySpark's DataFrame debugging is off in the audit's sessions: a column built costs
+    its own py4j calls, not five more each to record which Python line built it."""
+    from py4j.java_gateway import GatewayClient  # type: ignore[import-untyped]
+
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+    sent: list[str] = []
+    send = GatewayClient.send_command
+
+    def counted(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(command)
+        return send(self, command, *args, **kwargs)
+
+    GatewayClient.send_command = counted
+    try:
+        sf.coalesce(sf.col("a"), sf.lit(False))
+    finally:
+        GatewayClient.send_command = send
+    assert sent  # the column was built in the JVM
+    assert not any("PySparkCurrentOrigin" in command for command in sent)
 
 
 def _options(zookeeper: ZooKeeperServer, chroot: str, references_chroot: str) -> AuditOptions:
