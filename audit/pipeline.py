@@ -34,6 +34,7 @@ from audit.scan import files
 from audit.scan.files import REFERENCE_FILE_SCHEMA
 from audit.scan.input_check import Scan, checked_rows
 from audit.scan.ledgers import ledger_inventory
+from audit.scan.local_rows import local_frame
 from audit.scan.references import metadata_references
 from audit.schema import (
     FOREIGN,
@@ -282,6 +283,26 @@ def still_referenced(
     return sorted(kept)
 
 
+def _dangling(
+    spark: SparkSession,
+    references: DataFrame,
+    missing: list[int],
+    references_now: Callable[[str], frozenset[int]] | None,
+) -> tuple[list[int], DataFrame]:
+    """The ledgers still missing and still referenced, and their references' rows: read once
+    (a scan of the references, none when nothing is missing), kept as read for the report."""
+    shape = transform.dangling_among(references, [])  # plans no scan: its columns only
+    if not missing:
+        return [], shape
+    rows = spark_job(
+        "the dangling references", transform.dangling_among(references, missing).collect
+    )
+    confirmed = still_referenced([(row["ledger_id"], row["topic"]) for row in rows], references_now)
+    kept = set(confirmed)
+    found = [row for row in rows if row["ledger_id"] in kept]
+    return confirmed, local_frame(spark, found, shape.schema)
+
+
 def run_audit(
     spark: SparkSession,
     options: AuditOptions,
@@ -332,15 +353,12 @@ def run_audit(
             finally:
                 if words is not None:
                     words.unpersist()  # small, but nothing else reads it
-        missing = confirm_dangling(tally.dangling_candidates, ledger_storage)
-        confirmed = []
-        if missing:
-            by_topic = [
-                (row["ledger_id"], row["topic"])
-                for row in transform.dangling_among(references, missing).collect()
-            ]
-            confirmed = still_referenced(by_topic, references_now)
-        dangling = transform.dangling_among(references, confirmed)
+        confirmed, dangling = _dangling(
+            spark,
+            references,
+            confirm_dangling(tally.dangling_candidates, ledger_storage),
+            references_now,
+        )
         classify = partial(
             transform.classify,
             inventory,

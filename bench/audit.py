@@ -3,7 +3,9 @@
     python -m bench.audit [--json] [--quick] [--zookeeper HOST:PORT[/chroot]]
 
 1. Files: inventories of 1M and 10M ledgers (half referenced) as Parquet. Spark runs the
-   whole audit (`audit.pipeline.run_audit`) and the bare anti-join; the baselines are DuckDB
+   whole audit (`audit.pipeline.run_audit`) and the bare anti-join, and reads both files
+   whole (every column: what part of the audit's time is reading alone, printed where the
+   goal is missed); the baselines are DuckDB
    and Python sets, one process each, computing the same orphan candidates. Spark is timed
    after a small warm-up run (a one-off CLI run also pays the JVM's warm-up, ~10 s); each
    figure is the fastest of `ROUNDS` runs, the audit and the anti-join alternated, and
@@ -28,7 +30,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import duckdb
 from pyspark.sql import SparkSession
@@ -93,13 +95,23 @@ def generate(spark: SparkSession, n: int, root: Path) -> tuple[Path, Path]:
     return paths
 
 
-def spark_audit(spark: SparkSession, inventory: Path, references: Path) -> int:
+class Audited(NamedTuple):
+    orphans: int
+    steps: list[tuple[str, float, int]]  # each step's name, seconds and Spark jobs
+
+
+def spark_audit(spark: SparkSession, inventory: Path, references: Path) -> Audited:
     """The whole audit as the CLI runs it, without the report (`--output`): nothing cached
     from an earlier run, every job from the files."""
     options = AuditOptions(NOW_MS, MIN_AGE_MS, inventory_file=inventory, references_file=references)
-    result = run_audit(spark, options, ScanProgress(spark.sparkContext, Console(quiet=True)))
+    progress = ScanProgress(spark.sparkContext, Console(quiet=True))
+    result = run_audit(spark, options, progress)
     spark.catalog.clearCache()
-    return result.orphans
+    steps = [
+        (name.split(" from ")[0].split(" /")[0], seconds, jobs)
+        for (name, seconds), (_, jobs) in zip(progress.timings, progress.jobs, strict=True)
+    ]
+    return Audited(result.orphans, steps)
 
 
 def spark_antijoin(spark: SparkSession, inventory: Path, references: Path) -> int:
@@ -107,6 +119,19 @@ def spark_antijoin(spark: SparkSession, inventory: Path, references: Path) -> in
     inv, refs = spark.read.parquet(str(inventory)), spark.read.parquet(str(references))
     old = unreferenced(inv, refs).where(sf.col("ctime_ms") <= NOW_MS - MIN_AGE_MS)
     return int(old.count())
+
+
+def spark_read_whole(spark: SparkSession, inventory: Path, references: Path) -> int:
+    """Both files read whole, every column (each ledger's custom metadata map too), as the
+    audit must read them, and nothing else: what part of the audit's time is reading alone."""
+    inv, refs = spark.read.parquet(str(inventory)), spark.read.parquet(str(references))
+    (read,) = inv.agg(
+        sf.count_if(sf.col("custom_metadata")["component"].isNotNull() | sf.col("size").isNull())
+    ).first() or (0,)
+    (named,) = refs.agg(
+        sf.count_if(sf.col("topic").isNotNull() | sf.col("component").isNull())
+    ).first() or (0,)
+    return int(read) + int(named)
 
 
 def duckdb_antijoin(inventory: Path, references: Path) -> int:
@@ -136,6 +161,9 @@ def python_sets(inventory: Path, references: Path) -> int:
 Run = tuple[T, float, Any]  # `measured`'s value, seconds and peaks
 
 
+Fastest = tuple[T, float, Any, list[float]]  # `_fastest` of runs: value, seconds, peaks, all
+
+
 def _fastest(runs: list[Run[T]]) -> tuple[T, float, Any, list[float]]:
     """The fastest run's value, seconds and peaks, and every run's seconds."""
     value, seconds, rss = min(runs, key=lambda run: run[1])
@@ -151,17 +179,20 @@ def best_of(
 
 def _spark_rounds(
     spark: SparkSession, inventory: Path, references: Path, rounds: int
-) -> tuple[tuple[int, float, Any, list[float]], tuple[int, float, Any, list[float]]]:
-    """The audit and the anti-join, alternated `rounds` times, each its fastest run: the
+) -> tuple[Fastest[Audited], Fastest[int], Fastest[int]]:
+    """The audit, the anti-join and both files read whole, alternated `rounds` times, each its
+    fastest run: the
     first large job of a JVM pays for its heap's growth and its compilation, and whichever
     ran first would carry it alone."""
     jvm = jvm_pid()
-    audits: list[Run[int]] = []
+    audits: list[Run[Audited]] = []
     joins: list[Run[int]] = []
+    reads: list[Run[int]] = []
     for _ in range(rounds):
         audits.append(measured(partial(spark_audit, spark, inventory, references), jvm))
         joins.append(measured(partial(spark_antijoin, spark, inventory, references), jvm))
-    return _fastest(audits), _fastest(joins)
+        reads.append(measured(partial(spark_read_whole, spark, inventory, references), jvm))
+    return _fastest(audits), _fastest(joins), _fastest(reads)
 
 
 def bench_files(
@@ -175,8 +206,8 @@ def bench_files(
     for n in sizes:
         (inventory, references), generated = timed(partial(generate, spark, n, root))
         log.print(f"files: {n:,} ledgers generated in {generated:.1f} s")
-        audited, joined = _spark_rounds(spark, inventory, references, rounds)
-        audit_orphans, audit_s, audit_rss, audit_runs = audited
+        audited, joined, read = _spark_rounds(spark, inventory, references, rounds)
+        (audit_orphans, audit_steps), audit_s, audit_rss, audit_runs = audited
         spark_count, spark_s, spark_rss, spark_runs = joined
         duck_count, duck_s, duck_rss, _ = best_of(
             rounds, partial(duckdb_antijoin, inventory, references)
@@ -190,6 +221,8 @@ def bench_files(
             "ledgers": n, "orphans": spark_count, "rounds": rounds,
             "spark_audit_s": round(audit_s, 2), "spark_antijoin_s": round(spark_s, 2),
             "audit_vs_antijoin": round(audit_s / spark_s, 2), "duckdb_s": round(duck_s, 2),
+            "spark_read_whole_s": round(read[1], 2),
+            "spark_audit_steps": [[name, round(sec, 2), jobs] for name, sec, jobs in audit_steps],
             "python_sets_s": round(sets_s, 2), "spark_wins": spark_s < best,
             "spark_audit_runs_s": audit_runs, "spark_antijoin_runs_s": spark_runs,
             "spark_audit_peak_rss_mb": audit_rss.as_dict(),
@@ -214,8 +247,21 @@ def _target(row: dict[str, Any]) -> str:
     if row["ledgers"] < TARGET_LEDGERS:
         return f"(the {AUDIT_TARGET:g}x goal is for 10M; a job's fixed costs weigh more here)"
     ratio = row["audit_vs_antijoin"]
-    met = "met" if ratio <= AUDIT_TARGET else f"MISSED by {ratio - AUDIT_TARGET:.2f}"
-    return f"(goal <= {AUDIT_TARGET:g}x: {met})"
+    if ratio <= AUDIT_TARGET:
+        return f"(goal <= {AUDIT_TARGET:g}x: met)"
+    steps = ", ".join(
+        f"{name} {seconds:.2f} s ({jobs} job{'' if jobs == 1 else 's'})"
+        for name, seconds, jobs in row["spark_audit_steps"]
+        if seconds >= 0.01
+    )
+    return (
+        f"(goal <= {AUDIT_TARGET:g}x: MISSED by {ratio - AUDIT_TARGET:.2f}; why: the anti-join "
+        f"reads the ids and creation times and joins them; the audit first checks each file "
+        f"in a pass of its own (a malformed row stops it), then classifies both directions "
+        f"(unreferenced ledgers and dangling references) and attributes and summarises the "
+        f"unreferenced from their custom metadata in one job: {steps}; reading both files "
+        f"whole, every column, took {row['spark_read_whole_s']:.2f} s alone)"
+    )
 
 
 def verdicts(files: list[dict[str, Any]], zk: dict[str, Any]) -> list[str]:
