@@ -185,3 +185,7 @@ def test_every_command_runs_from_the_installed_wheel(installed: Path) -> None:
     shown = in_venv(installed, "ledger-janitor", "config", "show")
     assert shown.returncode == 0, shown.stderr
     assert "metadataStoreUrl=sqlite:ledger-janitor.db  (default)" in shown.stdout
+    # The audit runs through ledger_janitor.entry's own group.
+    audit = in_venv(installed, "ledger-janitor", "audit", "--help")
+    assert audit.returncode == 0, audit.stderr
+    assert audit.stdout.startswith("Usage: ledger-janitor audit [OPTIONS]")
