@@ -7,6 +7,7 @@ from importlib import metadata
 
 __version__ = "0.1.0"
 DISTRIBUTION = "pulsar-ledger-janitor"
+HELP = "Delete Apache Pulsar ledgers safely, in two phases (PIP-186)."  # the top-level group's
 
 
 def install_hint(extra: str) -> str:

@@ -22,7 +22,7 @@ from deletion.domain.message import (
     of_kind,
 )
 from deletion.domain.topics import TopicName
-from ledger_janitor import __version__
+from ledger_janitor import HELP, __version__
 from ledger_janitor.commands.archive import archive_app
 from ledger_janitor.commands.audit import audit_command
 from ledger_janitor.commands.console import plain_console
@@ -40,7 +40,6 @@ from ledger_janitor.commands.options import (
     sidecar_for,
 )
 from ledger_janitor.commands.typer_app import command_group
-from ledger_janitor.entry import HELP
 
 app = command_group(HELP)
 config_app = command_group("Inspect the resolved configuration.")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-HELP = "Delete Apache Pulsar ledgers safely, in two phases (PIP-186)."
+from ledger_janitor import HELP
 
 
 def main(argv: list[str] | None = None) -> Any:
