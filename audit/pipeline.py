@@ -291,16 +291,14 @@ def _dangling(
 ) -> tuple[list[int], DataFrame]:
     """The ledgers still missing and still referenced, and their references' rows: read once
     (a scan of the references, none when nothing is missing), kept as read for the report."""
-    shape = transform.dangling_among(references, [])  # plans no scan: its columns only
     if not missing:
-        return [], shape
-    rows = spark_job(
-        "the dangling references", transform.dangling_among(references, missing).collect
-    )
+        return [], transform.dangling_among(references, [])  # plans no scan
+    looked_up = transform.dangling_among(references, missing)
+    rows = spark_job("the dangling references", looked_up.collect)
     confirmed = still_referenced([(row["ledger_id"], row["topic"]) for row in rows], references_now)
     kept = set(confirmed)
     found = [row for row in rows if row["ledger_id"] in kept]
-    return confirmed, local_frame(spark, found, shape.schema)
+    return confirmed, local_frame(spark, found, looked_up.schema)
 
 
 def run_audit(

@@ -43,6 +43,7 @@ from audit.pipeline import run_audit
 from audit.progress import ScanProgress
 from audit.session import open_session
 from audit.transform import unreferenced
+from bench.audit_small import step_name
 from bench.audit_zookeeper import (
     ServerCpu,
     bench_zookeeper,
@@ -108,7 +109,7 @@ def spark_audit(spark: SparkSession, inventory: Path, references: Path) -> Audit
     result = run_audit(spark, options, progress)
     spark.catalog.clearCache()
     steps = [
-        (name.split(" from ")[0].split(" /")[0], seconds, jobs)
+        (step_name(name), seconds, jobs)
         for (name, seconds), (_, jobs) in zip(progress.timings, progress.jobs, strict=True)
     ]
     return Audited(result.orphans, steps)
@@ -159,20 +160,16 @@ def python_sets(inventory: Path, references: Path) -> int:
 
 
 Run = tuple[T, float, Any]  # `measured`'s value, seconds and peaks
-
-
 Fastest = tuple[T, float, Any, list[float]]  # `_fastest` of runs: value, seconds, peaks, all
 
 
-def _fastest(runs: list[Run[T]]) -> tuple[T, float, Any, list[float]]:
+def _fastest(runs: list[Run[T]]) -> Fastest[T]:
     """The fastest run's value, seconds and peaks, and every run's seconds."""
     value, seconds, rss = min(runs, key=lambda run: run[1])
     return value, seconds, rss, [round(run[1], 2) for run in runs]
 
 
-def best_of(
-    rounds: int, action: Callable[[], T], jvm: int | None = None
-) -> tuple[T, float, Any, list[float]]:
+def best_of(rounds: int, action: Callable[[], T], jvm: int | None = None) -> Fastest[T]:
     """`measured` over `rounds` runs, as `_fastest` gives them."""
     return _fastest([measured(action, jvm) for _ in range(rounds)])
 
@@ -181,9 +178,8 @@ def _spark_rounds(
     spark: SparkSession, inventory: Path, references: Path, rounds: int
 ) -> tuple[Fastest[Audited], Fastest[int], Fastest[int]]:
     """The audit, the anti-join and both files read whole, alternated `rounds` times, each its
-    fastest run: the
-    first large job of a JVM pays for its heap's growth and its compilation, and whichever
-    ran first would carry it alone."""
+    fastest run: the first large job of a JVM pays for its heap's growth and its compilation,
+    and whichever ran first would carry it alone."""
     jvm = jvm_pid()
     audits: list[Run[Audited]] = []
     joins: list[Run[int]] = []

@@ -73,9 +73,11 @@ def demo_store(workdir: Path) -> Path:
     return workdir / "w" / "janitor.db"
 
 
-def _step_name(description: str) -> str:
-    """`inventory: reading ledger metadata from ...` -> `inventory: reading ledger metadata`."""
-    return description.split(" from ", 1)[0]
+def step_name(description: str) -> str:
+    """A progress step's description without the store or file it read:
+    `inventory: reading ledger metadata from ...` -> `inventory: reading ledger metadata`,
+    `inventory: reading /tmp/inventory.parquet` -> `inventory: reading`."""
+    return description.split(" from ", 1)[0].split(" /", 1)[0]
 
 
 def run(rounds: int) -> dict[str, Any]:
@@ -104,13 +106,13 @@ def run(rounds: int) -> dict[str, Any]:
     }
     for key in ("before_spark", "spark_start"):
         audit_parts[key] = statistics.median(f["timings"][key] for _, f in audit_runs)
-    steps = [_step_name(d) for d, _ in audit_runs[0][1]["timings"]["steps"]]
+    steps = [step_name(d) for d, _ in audit_runs[0][1]["timings"]["steps"]]
     for index, name in enumerate(steps):
         audit_parts[name] = statistics.median(
             f["timings"]["steps"][index][1] for _, f in audit_runs
         )
     audit_parts["spark_stop"] = statistics.median(f["timings"]["spark_stop"] for _, f in audit_runs)
-    jobs = {_step_name(d): n for d, n in audit_runs[-1][1]["timings"]["jobs"]}
+    jobs = {step_name(d): n for d, n in audit_runs[-1][1]["timings"]["jobs"]}
     audit_parts["other (printing, the report)"] = took - sum(audit_parts.values())
     ratio = took / floor
     return {
