@@ -103,13 +103,16 @@ class ClusterAdmin(BrokerAdmin):
         return found
 
     def consumers(self, topic: TopicName, subscription: str) -> dict[str, int]:
-        """Per partition of a partitioned `topic`, the consumers on `subscription` (none for
-        a partition without it); empty when the topic does not exist."""
+        """Per partition of a partitioned `topic`, or for the topic itself when it has no
+        partitions, the consumers on `subscription` (none for one without it); empty when the
+        topic does not exist."""
         path = f"{self.topic_path(topic)}/partitioned-stats?perPartition=true"
-        stats = self.get(path, 404)
-        if not stats:
-            return {}
+        stats = self.get(path, 404) or {}
+        found = stats.get("partitions", {})
+        if not stats.get("metadata", {}).get("partitions"):
+            whole = self.get(f"{self.topic_path(topic)}/stats", 404)
+            found = {str(topic): whole} if whole else {}
         return {
             name: len(partition["subscriptions"].get(subscription, {}).get("consumers", []))
-            for name, partition in stats.get("partitions", {}).items()
+            for name, partition in found.items()
         }

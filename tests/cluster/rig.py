@@ -37,6 +37,12 @@ def backlog(admin: ClusterAdmin, ns: NamespaceName) -> int:
     return total
 
 
+def consumers_everywhere(admin: ClusterAdmin, topic: TopicName, count: int) -> bool:
+    """Every partition of `topic` has `count` consumers on the worker's subscription (the
+    broker's own stats: who is on the Shared subscription)."""
+    return set(admin.consumers(topic, SUBSCRIPTION).values()) == {count}
+
+
 def deleted_once(sidecars: Iterable[SidecarProcess], leaks: set[int]) -> dict[str, int]:
     """Per sidecar, how many of `leaks` it deleted; none was deleted by two (the second one
     finds it already gone and says so)."""

@@ -10,12 +10,13 @@ raw, the brokers' internalStats and stats, the bookie's own disk."""
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 
 import pulsar
 from kazoo.client import KazooClient
 
-from deletion.domain.topics import NamespaceName, TopicName
+from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from harness.java import JavaPrograms
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster, workload
@@ -49,20 +50,29 @@ def test_two_sidecars_share_the_work_while_its_bundles_move_and_split(
     for sidecar in cluster.sidecars:
         workload.start_sidecar(sidecar, namespaces)
     workload.holding(cluster.sidecars, leaks, zk)
+    for ns in namespaces:  # both on the Shared subscription of every deletion partition
+        on_both = partial(rig.consumers_everywhere, admin, TopicName.parse(ns.deletion_topic), 2)
+        wait_until(on_both, 120, f"both sidecars on every partition of {ns}", poll=0.5)
 
     fault_at = time.time()
     ids = {broker.broker_id for broker in cluster.brokers}
     owners = admin.bundle_owners(cluster.cluster_name, cluster_namespace)
     for bundle, owner in owners.items():
         admin.unload(cluster_namespace, bundle, destination=(ids - {owner}).pop())
-    split = admin.bundle_of(TopicName.parse(f"{second.deletion_topic}-partition-0"))
+    # The deletion topic as `enqueue` made it (no admin URL: not partitioned), or its first
+    # partition had it been made partitioned.
+    held = min(admin.consumers(TopicName.parse(second.deletion_topic), SUBSCRIPTION))
+    split = admin.bundle_of(TopicName.parse(held))
     admin.split(second, split, unload=True)
     assert split not in admin.bundles(second)
 
     rig.settled(cluster, admin, works, zk, log)
     _no_backlog(admin, namespaces)
+    # Each leak deleted by one sidecar. Which one is the broker's choice: a Shared dispatcher
+    # hands a partition's backlog to whichever consumer is connected with permits, and one
+    # sidecar may reconnect after the unloads before the other and take all 60 (seen in CI).
     shares = rig.deleted_once(cluster.sidecars, leaks)
-    assert sum(shares.values()) == len(leaks) and len(shares) == 2, shares  # both worked
+    assert sum(shares.values()) == len(leaks), shares
     for sidecar in cluster.sidecars:
         assert sidecar.running, sidecar.log_tail()
     print(f"{len(owners)} bundles moved, 1 split; deleted per sidecar: {shares};",

@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 import pulsar
 
-from deletion.domain.topics import DELETION_TOPIC, SUBSCRIPTION, NamespaceName, TopicName
+from deletion.domain.topics import DELETION_TOPIC, NamespaceName, TopicName
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster
 from harness.pulsar_cluster.workload import client
@@ -71,7 +71,7 @@ def test_both_brokers_serve_a_partitioned_topic_and_each_has_its_sidecar(
     deletion = TopicName(cluster_namespace, DELETION_TOPIC)
     for count, sidecar in enumerate(cluster.sidecars, start=1):
         sidecar.start(deletionNamespaces=str(cluster_namespace))
-        subscribed = partial(_consumers_everywhere, cluster_admin, deletion, count)
+        subscribed = partial(rig.consumers_everywhere, cluster_admin, deletion, count)
         wait_until(subscribed, 180, f"{count} sidecars on every deletion partition", poll=1)
     for sidecar, own in zip(cluster.sidecars, cluster.brokers, strict=True):
         assert sidecar.running, sidecar.log_tail()
@@ -94,11 +94,6 @@ def test_both_brokers_serve_a_partitioned_topic_and_each_has_its_sidecar(
 
     for sidecar in cluster.sidecars:
         assert sidecar.stop() == 0, sidecar.log_tail()
-
-
-def _consumers_everywhere(admin: ClusterAdmin, topic: TopicName, count: int) -> bool:
-    """Every partition of `topic` has `count` consumers on the worker's subscription."""
-    return set(admin.consumers(topic, SUBSCRIPTION).values()) == {count}
 
 
 def _log_lines(text: str) -> list[dict[str, Any]]:
