@@ -107,11 +107,11 @@ class ClusterAdmin(BrokerAdmin):
         partitions, the consumers on `subscription` (none for one without it); empty when the
         topic does not exist."""
         path = f"{self.topic_path(topic)}/partitioned-stats?perPartition=true"
-        stats = self.get(path, 404) or {}
+        stats = self.get(path, 404) or {}  # a 404's body says why: no partitions to read
         found = stats.get("partitions", {})
         if not stats.get("metadata", {}).get("partitions"):
-            whole = self.get(f"{self.topic_path(topic)}/stats", 404)
-            found = {str(topic): whole} if whole else {}
+            whole = self.get(f"{self.topic_path(topic)}/stats", 404) or {}
+            found = {str(topic): whole} if "subscriptions" in whole else {}
         return {
             name: len(partition["subscriptions"].get(subscription, {}).get("consumers", []))
             for name, partition in found.items()

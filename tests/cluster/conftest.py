@@ -41,7 +41,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(report)
 
 
-@pytest.fixture(scope="session")
+# Package-scoped: stopped once the last cluster test is done, so its eight idle JVMs do not
+# share the cores with the rest of the suite.
+@pytest.fixture(scope="package")
 def pulsar_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PulsarCluster]:
     cluster = PulsarCluster(tmp_path_factory.mktemp("cluster")).start(timeout=300)
     started = cluster.report()
@@ -53,7 +55,7 @@ def pulsar_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PulsarC
         assert not cluster.forced, f"killed after SIGTERM's bound: {cluster.forced}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster_admin(pulsar_cluster: PulsarCluster) -> Iterator[ClusterAdmin]:
     admin = ClusterAdmin(pulsar_cluster.web_url)
     yield admin

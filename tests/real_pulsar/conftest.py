@@ -59,7 +59,8 @@ def _existing() -> RealPulsar | None:
     return RealPulsar(service, admin, store.removeprefix("zk:"))
 
 
-@pytest.fixture(scope="session")
+# Package-scoped: the standalone stops once the last of these tests is done.
+@pytest.fixture(scope="package")
 def real_pulsar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealPulsar]:
     existing = _existing()
     if existing is not None:
@@ -74,7 +75,7 @@ def real_pulsar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealPulsar
         standalone.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def broker_admin(real_pulsar: RealPulsar) -> Iterator[BrokerAdmin]:
     admin = BrokerAdmin(real_pulsar.web_url)
     yield admin

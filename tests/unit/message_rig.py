@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 
 from core.errors import DecodeError
 from deletion.domain.message import (
+    KIND_PROPERTY,
     MAX_LEDGER_ID,
     SCHEMA,
     LedgerComponent,
+    LedgerKind,
     LedgerType,
     PendingDeleteLedgerInfo,
     decode,
@@ -158,18 +160,26 @@ contexts = st.builds(
 )
 
 
+# Free-form properties: any key but the kind's, whose value must name a kind (Hypothesis
+# draws string constants from the code under test, so it does try `ledgerKind`).
+other_keys = st.text(max_size=20).filter(lambda key: key != KIND_PROPERTY)
+
+
 @st.composite
 def infos(draw: st.DrawFn) -> PendingDeleteLedgerInfo:
-    ledger_type = draw(st.sampled_from(LedgerType))
+    """Any valid record: a kind named in its properties sometimes, sent as that kind is."""
+    kind = draw(st.none() | st.sampled_from(LedgerKind))
+    ledger_type = LedgerType.LEDGER if kind else draw(st.sampled_from(LedgerType))
     context = draw(contexts if ledger_type is LedgerType.OFFLOAD_LEDGER else st.none() | contexts)
+    properties = draw(st.dictionaries(other_keys, st.text(max_size=40), max_size=5))
     return PendingDeleteLedgerInfo(
         topic_name=draw(topics),
-        ledger_component=draw(st.sampled_from(LedgerComponent)),
+        ledger_component=kind.component if kind else draw(st.sampled_from(LedgerComponent)),
         ledger_type=ledger_type,
         ledger_id=draw(st.integers(0, MAX_LEDGER_ID)),
         context=context,
         check_ledger_still_in_use=draw(st.booleans()),
-        properties=draw(st.dictionaries(st.text(max_size=20), st.text(max_size=40), max_size=5)),
+        properties=properties if kind is None else {**properties, KIND_PROPERTY: kind.value},
     )
 
 
