@@ -22,7 +22,7 @@ from rich.console import Console
 
 from bench._common import render
 from bench.cluster.throughput import namespace
-from deletion.domain.topics import NamespaceName, TopicName
+from deletion.domain.topics import NamespaceName
 from harness.java import JavaPrograms
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster, SidecarProcess
@@ -58,7 +58,7 @@ def _bundles_moved_and_split(strike: Strike) -> dict[str, Any]:
     owners = admin.bundle_owners(cluster.cluster_name, ns)
     for bundle, owner in owners.items():
         admin.unload(ns, bundle, destination=(ids - {owner}).pop())
-    split = admin.bundle_of(TopicName.parse(f"{ns.deletion_topic}-partition-0"))
+    split = admin.deletion_bundle(ns)
 
     def done() -> bool:  # refused while the bundle is still moving: asked again
         if split not in admin.bundles(ns):

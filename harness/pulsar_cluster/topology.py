@@ -18,7 +18,7 @@ from itertools import pairwise
 from typing import Any
 from urllib.parse import quote
 
-from deletion.domain.topics import NamespaceName, TopicName
+from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
 from harness.pulsar_admin import BrokerAdmin
 
 UNLOAD_SECONDS = 180.0
@@ -44,6 +44,13 @@ class ClusterAdmin(BrokerAdmin):
     def bundle_of(self, topic: TopicName) -> str:
         """The bundle range holding `topic`, e.g. `0x40000000_0x80000000` (plain text)."""
         return self._ok(self.http.get(f"{self.lookup_path(topic)}/bundle")).text.strip()
+
+    def deletion_bundle(self, namespace: NamespaceName) -> str:
+        """The bundle holding the namespace's deletion topic as it was made: the topic itself
+        when `enqueue` made it without an admin URL (no partitions), else its first partition."""
+        deletion = TopicName.parse(namespace.deletion_topic)
+        made = self.consumers(deletion, SUBSCRIPTION)
+        return self.bundle_of(TopicName.parse(min(made)) if made else deletion)
 
     def bundles(self, namespace: NamespaceName) -> list[str]:
         """The namespace's bundle ranges, in order."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import pulsar
 from kazoo.client import KazooClient
 
-from deletion.domain.topics import SUBSCRIPTION, NamespaceName, TopicName
+from deletion.domain.topics import NamespaceName, TopicName
 from harness.java import JavaPrograms
 from harness.process import wait_until
 from harness.pulsar_cluster import ClusterAdmin, PulsarCluster, workload
@@ -59,10 +59,7 @@ def test_two_sidecars_share_the_work_while_its_bundles_move_and_split(
     owners = admin.bundle_owners(cluster.cluster_name, cluster_namespace)
     for bundle, owner in owners.items():
         admin.unload(cluster_namespace, bundle, destination=(ids - {owner}).pop())
-    # The deletion topic as `enqueue` made it (no admin URL: not partitioned), or its first
-    # partition had it been made partitioned.
-    held = min(admin.consumers(TopicName.parse(second.deletion_topic), SUBSCRIPTION))
-    split = admin.bundle_of(TopicName.parse(held))
+    split = admin.deletion_bundle(second)
     admin.split(second, split, unload=True)
     assert split not in admin.bundles(second)
 

@@ -80,7 +80,11 @@ def test_sigkill_at_random_points_loses_nothing_and_deletes_nothing_referenced(
         run = partial(start_worker, directory=tmp_path, metadata_url=backend.metadata_url)
         url = private_broker.service_url
         logs, at_kill = [], []
-        for n, threshold in enumerate(sorted(rng.sample(range(total), KILLS))):
+        # The first kill in the first half: kills drawn only near the end (seed 695310761:
+        # 345, 397 and 416 of 420) all found a worker done with every deletion, since it
+        # deletes dozens while `reached` reads the store once.
+        points = sorted([rng.randrange(total // 2), *rng.sample(range(total), KILLS - 1)])
+        for n, threshold in enumerate(points):
             worker = run(f"killed-{n}", broker_url=url, settings=SETTINGS)
             logs.append(worker.log)
             wait_ready(worker)
